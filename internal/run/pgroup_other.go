@@ -1,0 +1,9 @@
+//go:build !unix
+
+package run
+
+import "os/exec"
+
+func setProcessGroup(*exec.Cmd) {}
+
+func killGroup(*exec.Cmd) {}
