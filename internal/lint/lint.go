@@ -1,0 +1,68 @@
+// Package lint counts the errors a linter or compiler reported, from its
+// output and exit code, for the formats of the common tools.
+package lint
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var (
+	// tsc: "Found 3 errors." / "Found 1 error in src/a.ts:3".
+	tscFound = regexp.MustCompile(`(?m)\bFound (\d+) errors?\b`)
+	// eslint: "✖ 5 problems (3 errors, 2 warnings)".
+	eslintProblems = regexp.MustCompile(`(?m)(?:✖|x)\s*\d+ problems? \((\d+) errors?`)
+	// Generic summaries: "3 errors", "1 error(s)", "error count: 2" is not matched on purpose.
+	nErrors = regexp.MustCompile(`(?mi)\b(\d+) errors?(?:\(s\))?\b`)
+	// file:line:col: diagnostics from go vet, gcc, clang, ruff, rustc short format, mypy with columns.
+	locLine = regexp.MustCompile(`^\s*[^\s:][^:]*:\d+:\d+:?\s`)
+	// tsc non-pretty: "src/a.ts(3,5): error TS2322: ...".
+	tscLoc = regexp.MustCompile(`^\s*\S.*\(\d+,\d+\): error\b`)
+	// lines gcc/clang print for context that are not errors.
+	nonError = regexp.MustCompile(`:\s*(?:warning|note|info|hint):`)
+)
+
+// Count returns how many errors a linter run reported. Exit code 0 means 0
+// errors whatever the output says; a failing run whose output has no
+// recognisable count counts as 1, so a failure is never mistaken for success.
+func Count(stdout, stderr string, exitCode int) int {
+	if exitCode == 0 {
+		return 0
+	}
+	out := stdout + "\n" + stderr
+	if n, ok := lastInt(tscFound, out); ok {
+		return atLeastOne(n)
+	}
+	if n, ok := lastInt(eslintProblems, out); ok {
+		return atLeastOne(n)
+	}
+	if n, ok := lastInt(nErrors, out); ok {
+		return atLeastOne(n)
+	}
+	locs := 0
+	for line := range strings.Lines(out) {
+		if (locLine.MatchString(line) || tscLoc.MatchString(line)) && !nonError.MatchString(line) {
+			locs++
+		}
+	}
+	return atLeastOne(locs)
+}
+
+// lastInt returns the number in the last match: summaries come at the end.
+func lastInt(re *regexp.Regexp, s string) (int, bool) {
+	all := re.FindAllStringSubmatch(s, -1)
+	if len(all) == 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(all[len(all)-1][1])
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// atLeastOne: the command failed, so it found at least one problem.
+func atLeastOne(n int) int {
+	return max(n, 1)
+}
