@@ -1,17 +1,342 @@
 package jsonpatch
 
-// Apply applies the RFC 6902 patch to doc and returns the new document (compact JSON).
-// It is atomic: either every operation succeeds or doc is returned unchanged with an *Error.
-func Apply(doc []byte, patch []byte) ([]byte, error) {
-	return nil, &Error{Op: -1, Reason: "not implemented yet", Kind: KindInvalidPatch}
+import (
+	"fmt"
+	"strconv"
+)
+
+// Operation is one decoded JSON Patch operation.
+type Operation struct {
+	Op       string // add, remove, replace, move, copy, test
+	Path     Pointer
+	From     Pointer // move and copy only
+	Value    any     // add, replace and test only
+	HasValue bool
+}
+
+// Patch is a decoded JSON Patch document.
+type Patch []Operation
+
+// DecodePatch parses and checks a JSON Patch document: an array of operation objects, each
+// with a known op, a valid path and the members its op requires. Unknown members are ignored
+// (RFC 6902 §4), duplicate members are refused.
+func DecodePatch(patch []byte) (Patch, error) {
+	v, err := Decode(patch)
+	if err != nil {
+		return nil, &Error{Op: -1, Reason: "patch is not valid JSON: " + err.Error(), Kind: KindInvalidPatch}
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, &Error{Op: -1, Reason: fmt.Sprintf("a patch must be a JSON array of operations, got %s", kindOf(v)), Kind: KindInvalidPatch}
+	}
+	ops := make(Patch, 0, len(arr))
+	for i, x := range arr {
+		op, err := decodeOp(i, x)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+func decodeOp(i int, x any) (Operation, error) {
+	bad := func(name, path, format string, args ...any) error {
+		return &Error{Op: i, Name: name, Path: path, Reason: fmt.Sprintf(format, args...), Kind: KindInvalidPatch}
+	}
+	o, ok := x.(*Object)
+	if !ok {
+		return Operation{}, bad("", "", "an operation must be a JSON object, got %s", kindOf(x))
+	}
+	var op Operation
+	name, ok := o.Get("op")
+	if !ok {
+		return op, bad("", "", `missing "op" member`)
+	}
+	if op.Op, ok = name.(string); !ok {
+		return op, bad("", "", `"op" must be a string, got %s`, kindOf(name))
+	}
+	switch op.Op {
+	case "add", "remove", "replace", "move", "copy", "test":
+	default:
+		return op, bad("", "", "unknown op %q (want add, remove, replace, move, copy or test)", op.Op)
+	}
+	pathV, ok := o.Get("path")
+	if !ok {
+		return op, bad(op.Op, "", `missing "path" member`)
+	}
+	pathS, ok := pathV.(string)
+	if !ok {
+		return op, bad(op.Op, "", `"path" must be a string, got %s`, kindOf(pathV))
+	}
+	var err error
+	if op.Path, err = ParsePointer(pathS); err != nil {
+		return op, bad(op.Op, pathS, "%v", err)
+	}
+	switch op.Op {
+	case "add", "replace", "test":
+		if op.Value, op.HasValue = o.Get("value"); !op.HasValue {
+			return op, bad(op.Op, pathS, `missing "value" member`)
+		}
+	case "move", "copy":
+		fromV, ok := o.Get("from")
+		if !ok {
+			return op, bad(op.Op, pathS, `missing "from" member`)
+		}
+		fromS, ok := fromV.(string)
+		if !ok {
+			return op, bad(op.Op, pathS, `"from" must be a string, got %s`, kindOf(fromV))
+		}
+		if op.From, err = ParsePointer(fromS); err != nil {
+			return op, bad(op.Op, pathS, `"from": %v`, err)
+		}
+		if op.Op == "move" && op.From.isPrefixOf(op.Path) {
+			return op, bad(op.Op, pathS, "cannot move %q into its own child", fromS)
+		}
+	}
+	return op, nil
 }
 
 // Validate checks that patch is a well-formed RFC 6902 patch without applying it.
 func Validate(patch []byte) error {
-	return &Error{Op: -1, Reason: "not implemented yet", Kind: KindInvalidPatch}
+	_, err := DecodePatch(patch)
+	return err
 }
 
-// Diff returns a JSON Patch that turns document a into document b.
-func Diff(a, b []byte) ([]byte, error) {
-	return nil, &Error{Op: -1, Reason: "not implemented yet", Kind: KindInvalidDocument}
+// Apply applies the RFC 6902 patch to doc and returns the new document as compact JSON,
+// members in their original order. It is atomic: on any error nothing is returned and doc
+// is untouched; the error is an *Error naming the failing operation.
+func Apply(doc []byte, patch []byte) ([]byte, error) {
+	ops, err := DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	v, err := Decode(doc)
+	if err != nil {
+		return nil, &Error{Op: -1, Reason: "document is not valid JSON: " + err.Error(), Kind: KindInvalidDocument}
+	}
+	if v, err = ops.ApplyTo(v); err != nil {
+		return nil, err
+	}
+	return Encode(v)
+}
+
+// ApplyTo applies the patch to a decoded document and returns the new root. The document is
+// modified in place (callers that need the original must DeepCopy it first); on error the
+// returned root is nil and the document may be partly modified.
+func (p Patch) ApplyTo(doc any) (any, error) {
+	root := doc
+	for i, op := range p {
+		var err error
+		if root, err = applyOp(root, op); err != nil {
+			e := &Error{Op: i, Name: op.Op, Path: op.Path.String(), Reason: err.Error(), Kind: KindPath}
+			if _, ok := err.(testFailure); ok {
+				e.Kind = KindTestFailed
+			}
+			return nil, e
+		}
+	}
+	return root, nil
+}
+
+type testFailure struct{ msg string }
+
+func (t testFailure) Error() string { return t.msg }
+
+func applyOp(root any, op Operation) (any, error) {
+	switch op.Op {
+	case "add":
+		// Values are copied so a Patch stays reusable after later ops modify what it inserted.
+		return add(root, op.Path, DeepCopy(op.Value))
+	case "remove":
+		root, _, err := remove(root, op.Path)
+		return root, err
+	case "replace":
+		if len(op.Path) == 0 {
+			return DeepCopy(op.Value), nil
+		}
+		return update(root, op.Path, 0, func(parent any) (any, error) {
+			last := op.Path[len(op.Path)-1]
+			switch c := parent.(type) {
+			case *Object:
+				if !c.Has(last) {
+					return nil, fmt.Errorf("no member %q to replace", last)
+				}
+				c.Set(last, DeepCopy(op.Value))
+				return c, nil
+			case []any:
+				idx, err := arrayIndex(last, len(c), false)
+				if err != nil {
+					return nil, err
+				}
+				c[idx] = DeepCopy(op.Value)
+				return c, nil
+			}
+			return nil, notContainer(op.Path[:len(op.Path)-1], parent)
+		})
+	case "move":
+		if op.From.equal(op.Path) {
+			_, err := op.From.Get(root)
+			return root, fromErr(err)
+		}
+		root, v, err := remove(root, op.From)
+		if err != nil {
+			return nil, fromErr(err)
+		}
+		return add(root, op.Path, v)
+	case "copy":
+		v, err := op.From.Get(root)
+		if err != nil {
+			return nil, fromErr(err)
+		}
+		return add(root, op.Path, DeepCopy(v))
+	case "test":
+		v, err := op.Path.Get(root)
+		if err != nil {
+			return nil, err
+		}
+		if !Equal(v, op.Value) {
+			want, _ := Encode(op.Value)
+			got, _ := Encode(v)
+			return nil, testFailure{fmt.Sprintf("test failed: value is %s, want %s", clip(got), clip(want))}
+		}
+		return root, nil
+	}
+	return nil, fmt.Errorf("unknown op %q", op.Op)
+}
+
+func fromErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(`"from": %w`, err)
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:77]) + "..."
+	}
+	return string(b)
+}
+
+func notContainer(p Pointer, v any) error {
+	return fmt.Errorf("%s is a %s, not an object or array", p.where(), kindOf(v))
+}
+
+// update walks to the parent of the last token of full (starting at depth), calls f on the
+// parent container and stores its result back, so array slices that grow stay attached.
+func update(node any, full Pointer, depth int, f func(parent any) (any, error)) (any, error) {
+	if depth == len(full)-1 {
+		return f(node)
+	}
+	tok := full[depth]
+	switch c := node.(type) {
+	case *Object:
+		child, ok := c.Get(tok)
+		if !ok {
+			return nil, fmt.Errorf("no member %q at %s", tok, full[:depth].where())
+		}
+		nc, err := update(child, full, depth+1, f)
+		if err != nil {
+			return nil, err
+		}
+		c.Set(tok, nc)
+		return c, nil
+	case []any:
+		idx, err := arrayIndex(tok, len(c), false)
+		if err != nil {
+			return nil, fmt.Errorf("%v at %s", err, full[:depth].where())
+		}
+		nc, err := update(c[idx], full, depth+1, f)
+		if err != nil {
+			return nil, err
+		}
+		c[idx] = nc
+		return c, nil
+	default:
+		return nil, notContainer(full[:depth], node)
+	}
+}
+
+func add(root any, path Pointer, value any) (any, error) {
+	if len(path) == 0 {
+		return value, nil
+	}
+	last := path[len(path)-1]
+	return update(root, path, 0, func(parent any) (any, error) {
+		switch c := parent.(type) {
+		case *Object:
+			c.Set(last, value)
+			return c, nil
+		case []any:
+			idx, err := arrayIndex(last, len(c), true)
+			if err != nil {
+				return nil, err
+			}
+			c = append(c, nil)
+			copy(c[idx+1:], c[idx:])
+			c[idx] = value
+			return c, nil
+		}
+		return nil, notContainer(path[:len(path)-1], parent)
+	})
+}
+
+// remove deletes the value at path and returns the new root and the removed value.
+func remove(root any, path Pointer) (any, any, error) {
+	if len(path) == 0 {
+		return nil, nil, fmt.Errorf("cannot remove the whole document (use replace with path \"\")")
+	}
+	last := path[len(path)-1]
+	var removed any
+	root, err := update(root, path, 0, func(parent any) (any, error) {
+		switch c := parent.(type) {
+		case *Object:
+			v, ok := c.Get(last)
+			if !ok {
+				return nil, fmt.Errorf("no member %q to remove", last)
+			}
+			removed = v
+			c.Delete(last)
+			return c, nil
+		case []any:
+			idx, err := arrayIndex(last, len(c), false)
+			if err != nil {
+				return nil, err
+			}
+			removed = c[idx]
+			copy(c[idx:], c[idx+1:])
+			c[len(c)-1] = nil
+			return c[:len(c)-1], nil
+		}
+		return nil, notContainer(path[:len(path)-1], parent)
+	})
+	return root, removed, err
+}
+
+// Encode returns the patch as a JSON Patch document.
+func (p Patch) Encode() ([]byte, error) {
+	buf := []byte{'['}
+	for i, op := range p {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"op":`...)
+		buf = strconv.AppendQuote(buf, op.Op)
+		buf = append(buf, `,"path":`...)
+		buf = appendString(buf, op.Path.String())
+		if op.Op == "move" || op.Op == "copy" {
+			buf = append(buf, `,"from":`...)
+			buf = appendString(buf, op.From.String())
+		}
+		if op.HasValue {
+			buf = append(buf, `,"value":`...)
+			var err error
+			if buf, err = AppendJSON(buf, op.Value); err != nil {
+				return nil, err
+			}
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, ']'), nil
 }
