@@ -1,0 +1,180 @@
+/** Shapes of the relay daemon's JSON (docs/api.md). Unknown extra fields may appear. */
+export type JSONValue = null | boolean | number | string | JSONValue[] | {
+    [key: string]: JSONValue;
+};
+export interface Thread {
+    thread_id: string;
+    name: string;
+    created_at: string;
+    updated_at: string;
+    version: number;
+    state_ref: string;
+    artifact_count: number;
+    last_event_id: number;
+}
+export interface ThreadDetail extends Thread {
+    header: StateHeader;
+    event_count: number;
+}
+export interface Metrics {
+    cache_hits?: number;
+    cache_misses?: number;
+    tokens_estimate?: number;
+    tokens_avoided?: number;
+    hop_count?: number;
+    [key: string]: number | undefined;
+}
+export interface State {
+    $schema: string;
+    thread_id: string;
+    version: number;
+    updated_at: string;
+    facts: Array<{
+        id: string;
+        key?: string;
+        value?: JSONValue;
+        at?: string;
+    }>;
+    constraints: Array<{
+        id: string;
+        description: string;
+        severity?: "hard" | "soft";
+    }>;
+    open_questions: Array<{
+        id: string;
+        question: string;
+        status?: "open" | "resolved";
+    }>;
+    decisions: Array<{
+        id: string;
+        description: string;
+        reason_codes?: string[];
+        evidence_refs?: string[];
+        confidence?: number;
+        at?: string;
+    }>;
+    plan: Array<{
+        id: string;
+        step: string;
+        status?: "pending" | "done" | "skipped";
+    }>;
+    artifacts: Array<{
+        ref: string;
+        type: string;
+        name?: string;
+    }>;
+    last_actions: Array<{
+        at: string;
+        description: string;
+        result_ref?: string;
+    }>;
+    metrics: Metrics;
+    [key: string]: unknown;
+}
+export interface StateHeader {
+    $schema: string;
+    thread_id: string;
+    version: number;
+    top_facts: State["facts"];
+    top_constraints: State["constraints"];
+    open_questions: State["open_questions"];
+    next_steps: State["plan"];
+    artifact_refs: State["artifacts"];
+    last_actions: State["last_actions"];
+    metrics: Metrics;
+    /** Present only when the 2 KB cap dropped entries: count per list. */
+    truncated?: Record<string, number>;
+}
+/** One RFC 6902 operation. */
+export type PatchOp = {
+    op: "add" | "replace" | "test";
+    path: string;
+    value: unknown;
+} | {
+    op: "remove";
+    path: string;
+} | {
+    op: "move" | "copy";
+    from: string;
+    path: string;
+};
+export interface PatchResult {
+    thread_id: string;
+    version: number;
+    state_ref: string;
+    event_id: number;
+}
+export interface VersionInfo {
+    version: number;
+    state_ref: string;
+    created_at: string;
+    author?: string;
+    event_id?: number;
+    patch: PatchOp[];
+}
+export interface VersionHistory {
+    versions: VersionInfo[];
+    current_version: number;
+}
+export type ArtifactType = "markdown" | "json" | "html" | "text" | "binary" | "tool_output" | "email";
+export interface Artifact {
+    ref: string;
+    thread_id: string;
+    type: ArtifactType;
+    mime: string;
+    name: string;
+    size: number;
+    hash: string;
+    preview: {
+        text: string;
+        line_count: number;
+        truncated: boolean;
+        size: number;
+    };
+    provenance: {
+        created_by?: string;
+        created_at?: string;
+        source_refs?: string[];
+        capability?: string;
+    };
+    created_at: string;
+    deduplicated?: boolean;
+}
+export interface RelayEvent {
+    id: number;
+    thread_id: string;
+    type: string;
+    at: string;
+    data: Record<string, unknown>;
+}
+export interface Capability {
+    name: string;
+    description: string;
+    args_schema: JSONValue;
+    cacheable: boolean;
+    cache_ttl_sec: number;
+}
+export interface InvokeResult {
+    capability: string;
+    thread_id: string;
+    preview: JSONValue;
+    artifact_ref: string;
+    cached: boolean;
+    event_id?: number;
+}
+export interface Stats {
+    artifacts: number;
+    naive_tokens: number;
+    actual_tokens: number;
+    tokens_avoided: number;
+    cache_hits: number;
+    session_cache_hits: number;
+    [key: string]: unknown;
+}
+export interface Report {
+    token_savings: {
+        avoided_tokens: number;
+        [key: string]: unknown;
+    };
+    [key: string]: unknown;
+}
