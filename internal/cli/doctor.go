@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/run"
+)
+
+// checkStatus is the outcome of one doctor check.
+type checkStatus string
+
+const (
+	statusOK   checkStatus = "ok"
+	statusWarn checkStatus = "warn" // something optional is missing
+	statusFail checkStatus = "fail" // something the user needs is broken
+)
+
+// checkResult is one line of `relay doctor`.
+type checkResult struct {
+	Name   string      `json:"name"`
+	Status checkStatus `json:"status"`
+	Detail string      `json:"detail"`
+	Hint   string      `json:"hint,omitempty"`
+}
+
+// doctorCheck is one diagnostic; capabilities add theirs to doctorChecks.
+type doctorCheck struct {
+	Name string
+	Run  func(ctx context.Context, f *Factory) checkResult
+}
+
+// doctorChecks lists every check in the order doctor prints them. Each
+// capability contributes its checks with one line here.
+func doctorChecks() []doctorCheck {
+	var checks []doctorCheck
+	checks = append(checks, coreDoctorChecks()...)
+	return checks
+}
+
+// DoctorOptions are the inputs of `relay doctor`.
+type DoctorOptions struct {
+	F    *Factory
+	JSON bool
+}
+
+func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that relay has what it needs: config, git, clipboard, store, daemon, backends",
+		Long: `Run every diagnostic and print one line per check with a fix hint.
+Exits 1 when a check that relay needs fails; missing optional tools are
+warnings.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return doctorRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the checks as JSON")
+	return cmd
+}
+
+func doctorRun(ctx context.Context, opts *DoctorOptions) error {
+	var results []checkResult
+	failed := 0
+	for _, c := range doctorChecks() {
+		r := c.Run(ctx, opts.F)
+		if r.Name == "" {
+			r.Name = c.Name
+		}
+		if r.Status == statusFail {
+			failed++
+		}
+		results = append(results, r)
+	}
+	io := opts.F.IO
+	if opts.JSON {
+		if err := writeJSON(io.Out, map[string]any{"ok": failed == 0, "checks": results}); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range results {
+			mark := io.Green("✓")
+			switch r.Status {
+			case statusWarn:
+				mark = io.Yellow("!")
+			case statusFail:
+				mark = io.Red("✗")
+			}
+			fmt.Fprintf(io.Out, "%s %s: %s\n", mark, r.Name, r.Detail)
+			if r.Hint != "" && r.Status != statusOK {
+				fmt.Fprintf(io.Out, "    fix: %s\n", r.Hint)
+			}
+		}
+	}
+	if failed > 0 {
+		if !opts.JSON {
+			fmt.Fprintf(io.ErrOut, "%d check(s) failed.\n", failed)
+		}
+		return ExitCode(exitError, ErrSilent)
+	}
+	return nil
+}
+
+func coreDoctorChecks() []doctorCheck {
+	return []doctorCheck{
+		{Name: "config", Run: checkConfig},
+		{Name: "state dir", Run: checkStateDir},
+		{Name: "git", Run: checkGit},
+		{Name: "relay home", Run: checkHome},
+	}
+}
+
+func checkConfig(ctx context.Context, f *Factory) checkResult {
+	dir, err := f.WorkDir()
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error()}
+	}
+	cfg, warnings, err := config.Load(dir)
+	switch {
+	case config.IsNotFound(err):
+		return checkResult{Status: statusWarn, Detail: "no relaycode.config.json here or above (needed by apply and watch)", Hint: "relay init"}
+	case err != nil:
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix the file; relay config schema lists every key"}
+	case len(warnings) > 0:
+		return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s is valid with warnings: %s", cfg.File, strings.Join(warnings, "; "))}
+	}
+	return checkResult{Status: statusOK, Detail: fmt.Sprintf("%s is valid (projectId %q)", cfg.File, cfg.ProjectID)}
+}
+
+func checkStateDir(ctx context.Context, f *Factory) checkResult {
+	dir, err := f.WorkDir()
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error()}
+	}
+	cfg, _, err := config.Load(dir)
+	if err != nil {
+		return checkResult{Status: statusWarn, Detail: "skipped: no valid project config", Hint: "relay init"}
+	}
+	state := filepath.Join(cfg.Dir, config.StateDir)
+	if err := writable(state); err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "relay init (creates it), or fix its permissions"}
+	}
+	return checkResult{Status: statusOK, Detail: state + " is writable"}
+}
+
+func checkGit(ctx context.Context, f *Factory) checkResult {
+	if _, err := exec.LookPath("git"); err != nil {
+		return checkResult{Status: statusFail, Detail: "git not found on PATH (needed by --include-diff, relay git commit, autoGitBranch)", Hint: "install git, e.g. sudo apt-get install git"}
+	}
+	out, err := run.Command(ctx, "git", "--version").Output()
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: "git --version failed: " + err.Error()}
+	}
+	return checkResult{Status: statusOK, Detail: strings.TrimSpace(string(out))}
+}
+
+func checkHome(ctx context.Context, f *Factory) checkResult {
+	home, err := f.Home()
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "set RELAY_HOME to a writable directory"}
+	}
+	if _, err := os.Stat(home); err != nil {
+		return checkResult{Status: statusWarn, Detail: home + " does not exist yet", Hint: "relay init"}
+	}
+	if err := writable(home); err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix its permissions or set RELAY_HOME"}
+	}
+	if _, err := config.LoadUser(home); err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error()}
+	}
+	return checkResult{Status: statusOK, Detail: home + " is writable"}
+}
+
+// writable proves dir accepts a new file by creating and removing one.
+func writable(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	tmp, err := os.CreateTemp(dir, ".relay-doctor-*")
+	if err != nil {
+		return fmt.Errorf("%s is not writable: %w", dir, err)
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
+}

@@ -1,0 +1,148 @@
+// Package cli is relay's command tree. Each command is an Options struct
+// plus a run function, so it can be tested without a process.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/run"
+)
+
+// version is set with -ldflags "-X github.com/relaydev/relay/internal/cli.version=v1.2.3";
+// otherwise it comes from the module's build info.
+var version = ""
+
+// Version returns relay's version.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Main runs relay with the process's arguments and returns its exit code.
+func Main() int {
+	ios := iostreams.System()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, ios, os.Args[1:])
+}
+
+// Run executes one relay command line against ios and returns the exit code.
+func Run(ctx context.Context, ios *iostreams.IOStreams, args []string) int {
+	if os.Getenv("RELAY_DEBUG") == "1" {
+		run.SetTrace(ios.ErrOut)
+		defer run.SetTrace(nil)
+	}
+	f := newFactory(ios, Version())
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	return printError(ios.ErrOut, err)
+}
+
+// NewRootCmd builds the whole command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	var initFlag, forceFlag bool
+	root := &cobra.Command{
+		Use:   "relay",
+		Short: "Relay prompts between coding agents, apply LLM answers safely, and keep agent memory",
+		Long: `relay is one tool for people who code with LLM agents:
+
+  apply   copy an LLM's answer; relay applies it as one transaction
+          (relay init, relay watch, relay apply, relay log, relay revert)
+  ask     one coding agent asks another agent CLI for a second opinion
+          (relay ask, relay backends)
+  memory  a local daemon where agents keep state and artifacts and pass references
+          (relay up, relay thread, relay state, relay artifact)`,
+		Version:       f.Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if initFlag {
+				return initRun(&InitOptions{IO: f.IO, WorkDir: f.WorkDir, Home: f.Home, Force: forceFlag})
+			}
+			return cmd.Help()
+		},
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetVersionTemplate("relay {{.Version}}\n")
+	root.Flags().BoolVar(&initFlag, "init", false, "same as `relay init`")
+	root.Flags().BoolVar(&forceFlag, "force", false, "with --init: overwrite an existing config")
+	_ = root.Flags().MarkHidden("force")
+
+	root.AddCommand(newCmdVersion(f))
+	root.AddCommand(newCmdInit(f, nil))
+	root.AddCommand(newCmdPrompt(f, nil))
+	root.AddCommand(newCmdDoctor(f, nil))
+	root.AddCommand(newCmdConfig(f))
+
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return WithHint(UsageError(err), c.CommandPath()+" --help")
+	})
+	wrapArgsAsUsage(root)
+	return root
+}
+
+// wrapArgsAsUsage makes argument-count errors exit 2 with a help hint, like
+// flag errors; cobra returns them as plain errors.
+func wrapArgsAsUsage(c *cobra.Command) {
+	if c.Args != nil {
+		orig := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := orig(cmd, args); err != nil {
+				return WithHint(UsageError(err), cmd.CommandPath()+" --help")
+			}
+			return nil
+		}
+	} else if c.HasSubCommands() {
+		// A group command given an unknown subcommand.
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return WithHint(Usagef("unknown command %q for %q", args[0], cmd.CommandPath()), cmd.CommandPath()+" --help")
+			}
+			return nil
+		}
+		if c.RunE == nil && c.Run == nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgsAsUsage(sub)
+	}
+}
+
+func newCmdVersion(f *Factory) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print relay's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if jsonOut {
+				return writeJSON(f.IO.Out, map[string]string{"version": f.Version})
+			}
+			_, err := fmt.Fprintf(f.IO.Out, "relay %s\n", f.Version)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print as JSON")
+	return cmd
+}

@@ -1,0 +1,102 @@
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// DefaultPort is where the memory daemon listens unless told otherwise.
+const DefaultPort = 7474
+
+// User is $RELAY_HOME/config.json: the daemon's API token and port.
+type User struct {
+	Token string `json:"token"`
+	Port  int    `json:"port"`
+	// FetchAllowPrivate lets http.fetch reach loopback and private addresses.
+	FetchAllowPrivate bool `json:"fetchAllowPrivate,omitempty"`
+	// MaxHops bounds A2A messages per thread; 0 means the default of 50.
+	MaxHops int `json:"maxHops,omitempty"`
+}
+
+// Home returns $RELAY_HOME, or ~/.relay when it is unset.
+func Home() (string, error) {
+	if h := os.Getenv("RELAY_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home directory for the relay store (set RELAY_HOME): %w", err)
+	}
+	return filepath.Join(home, ".relay"), nil
+}
+
+// UserFile is the user config's path inside home.
+func UserFile(home string) string { return filepath.Join(home, "config.json") }
+
+// LoadUser reads home's config.json; a missing file gives the defaults.
+func LoadUser(home string) (*User, error) {
+	u := &User{Port: DefaultPort}
+	data, err := os.ReadFile(UserFile(home))
+	if errors.Is(err, fs.ErrNotExist) {
+		return u, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", UserFile(home), err)
+	}
+	if err := json.Unmarshal(data, u); err != nil {
+		return nil, fmt.Errorf("%s: not valid JSON: %w; fix it or delete it and run relay init", UserFile(home), err)
+	}
+	if u.Port == 0 {
+		u.Port = DefaultPort
+	}
+	if u.Port < 1 || u.Port > 65535 {
+		return nil, fmt.Errorf("%s: port: %d is not between 1 and 65535", UserFile(home), u.Port)
+	}
+	return u, nil
+}
+
+// EnsureHome creates home (0700) and, when missing, config.json (0600) with a
+// fresh API token. It reports whether config.json was created.
+func EnsureHome(home string) (created bool, err error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return false, fmt.Errorf("create relay store %s: %w", home, err)
+	}
+	path := UserFile(home)
+	if _, err := os.Stat(path); err == nil {
+		return false, nil
+	}
+	u := User{Token: NewToken(), Port: DefaultPort}
+	data, err := json.MarshalIndent(u, "", "  ")
+	if err != nil {
+		return false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil // another relay created it first
+	}
+	if err != nil {
+		return false, fmt.Errorf("create %s: %w", path, err)
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return false, err
+	}
+	return true, f.Close()
+}
+
+// NewToken returns a random 256-bit API token.
+func NewToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return "relay_" + hex.EncodeToString(b)
+}
