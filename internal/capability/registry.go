@@ -1,0 +1,301 @@
+// Package capability owns the capability registry: argument validation against each
+// capability's JSON Schema, the result cache, and the per-thread call log behind
+// cache_hits and the capability section of reports.
+package capability
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relaydev/relay/plugin"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// NotFoundError is returned for an unknown capability name (HTTP 404).
+type NotFoundError struct {
+	Name  string
+	Known []string
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("unknown capability %q (available: %s); run `relay cap list`", e.Name, strings.Join(e.Known, ", "))
+}
+
+// ResultError is a handler result that breaks the capability contract (HTTP 502).
+type ResultError struct {
+	Capability string
+	Reason     string
+}
+
+func (e *ResultError) Error() string {
+	return fmt.Sprintf("capability %s returned an invalid result: %s", e.Capability, e.Reason)
+}
+
+// Info is the public description of a capability (GET /cap/list).
+type Info struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	ArgsSchema  json.RawMessage `json:"args_schema"`
+	Cacheable   bool            `json:"cacheable"`
+	CacheTTLSec int64           `json:"cache_ttl_sec"`
+}
+
+// Invocation is the outcome of one call (POST /cap/invoke).
+type Invocation struct {
+	Capability  string          `json:"capability"`
+	ThreadID    string          `json:"thread_id"`
+	ArtifactRef string          `json:"artifact_ref"`
+	Preview     json.RawMessage `json:"preview"`
+	CacheHit    bool            `json:"cache_hit"`
+	CacheKey    string          `json:"cache_key,omitempty"`
+	DurationMS  int64           `json:"duration_ms"`
+}
+
+// ArtifactsFunc returns artifact storage scoped to a thread and recording the capability as provenance.
+type ArtifactsFunc func(threadID, capability string) plugin.ArtifactStore
+
+type entry struct {
+	cap    plugin.Capability
+	schema *jsonschema.Schema
+	h      plugin.Handler
+}
+
+type flight struct {
+	done chan struct{}
+	inv  *Invocation
+	err  error
+}
+
+// Registry holds capabilities. It is safe for concurrent use.
+type Registry struct {
+	store     Store
+	artifacts ArtifactsFunc
+	now       func() time.Time
+
+	mu          sync.Mutex
+	caps        map[string]*entry
+	flights     map[string]*flight
+	sessionHits map[string]int64 // thread → cache hits since this registry (daemon session) started
+}
+
+// New returns an empty registry. store keeps the cache and the call log.
+func New(store Store, artifacts ArtifactsFunc) *Registry {
+	return &Registry{
+		store: store, artifacts: artifacts, now: time.Now,
+		caps: map[string]*entry{}, flights: map[string]*flight{}, sessionHits: map[string]int64{},
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)+$`)
+
+// Register adds a capability. The name must be dotted lowercase ("retrieval.search").
+func (r *Registry) Register(c plugin.Capability, h plugin.Handler) error {
+	if !nameRE.MatchString(c.Name) {
+		return fmt.Errorf("capability name %q must be dotted lowercase like \"my.tool\"", c.Name)
+	}
+	if h == nil {
+		return fmt.Errorf("capability %s: nil handler", c.Name)
+	}
+	if c.Cacheable && c.CacheTTL <= 0 {
+		return fmt.Errorf("capability %s: cacheable needs a positive CacheTTL", c.Name)
+	}
+	sch, err := compileSchema(c.Name, c.ArgsSchema)
+	if err != nil {
+		return err
+	}
+	if len(c.ArgsSchema) == 0 {
+		c.ArgsSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.caps[c.Name]; dup {
+		return fmt.Errorf("capability %s is already registered", c.Name)
+	}
+	r.caps[c.Name] = &entry{cap: c, schema: sch, h: h}
+	return nil
+}
+
+// List returns all capabilities sorted by name.
+func (r *Registry) List() []Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Info, 0, len(r.caps))
+	for _, e := range r.caps {
+		out = append(out, Info{
+			Name: e.cap.Name, Description: e.cap.Description, ArgsSchema: e.cap.ArgsSchema,
+			Cacheable: e.cap.Cacheable, CacheTTLSec: int64(e.cap.CacheTTL / time.Second),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (r *Registry) names() []string {
+	var ns []string
+	for n := range r.caps {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// SessionCacheHits returns cache hits for a thread since the registry was created.
+func (r *Registry) SessionCacheHits(threadID string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessionHits[threadID]
+}
+
+// CacheKey is sha256 over capability, thread scope and canonical args (sorted keys, exact numbers).
+func CacheKey(capability, threadID string, canonicalArgs []byte) string {
+	h := sha256.New()
+	h.Write([]byte(capability))
+	h.Write([]byte{0})
+	h.Write([]byte(threadID))
+	h.Write([]byte{0})
+	h.Write(canonicalArgs)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Invoke validates args, serves from cache when possible, otherwise runs the handler.
+// Concurrent identical calls to a cacheable capability run the handler once.
+func (r *Registry) Invoke(ctx context.Context, threadID, name string, args json.RawMessage) (*Invocation, error) {
+	if threadID == "" {
+		return nil, errors.New("a thread id is required: pass --thread <id> (create one with `relay thread new`)")
+	}
+	r.mu.Lock()
+	e, ok := r.caps[name]
+	if !ok {
+		err := &NotFoundError{Name: name, Known: r.names()}
+		r.mu.Unlock()
+		return nil, err
+	}
+	r.mu.Unlock()
+
+	v, err := parseArgs(args)
+	if err != nil {
+		return nil, &ArgsError{Capability: name, Problems: []string{"/: arguments are not valid JSON: " + err.Error()}}
+	}
+	if err := validateArgs(name, e.schema, v); err != nil {
+		return nil, err
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("normalize arguments: %w", err)
+	}
+	key := CacheKey(name, threadID, canon)
+
+	if !e.cap.Cacheable {
+		return r.run(ctx, e, threadID, canon, "")
+	}
+	for {
+		if inv, hit, err := r.fromCache(ctx, e, threadID, canon, key); err != nil || hit {
+			return inv, err
+		}
+		r.mu.Lock()
+		if f, busy := r.flights[key]; busy {
+			r.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if f.err != nil {
+				return nil, f.err
+			}
+			continue // the first caller filled the cache; count this one as a hit
+		}
+		f := &flight{done: make(chan struct{})}
+		r.flights[key] = f
+		r.mu.Unlock()
+
+		f.inv, f.err = r.run(ctx, e, threadID, canon, key)
+		r.mu.Lock()
+		delete(r.flights, key)
+		r.mu.Unlock()
+		close(f.done)
+		return f.inv, f.err
+	}
+}
+
+func (r *Registry) fromCache(ctx context.Context, e *entry, threadID string, canon []byte, key string) (*Invocation, bool, error) {
+	start := r.now()
+	c, err := r.store.CacheGet(ctx, key, start)
+	if err != nil {
+		return nil, false, fmt.Errorf("read capability cache: %w", err)
+	}
+	if c == nil {
+		return nil, false, nil
+	}
+	inv := &Invocation{
+		Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: c.ArtifactRef, Preview: c.Preview,
+		CacheHit: true, CacheKey: key, DurationMS: r.now().Sub(start).Milliseconds(),
+	}
+	if err := r.record(ctx, inv, canon); err != nil {
+		return nil, false, err
+	}
+	r.mu.Lock()
+	r.sessionHits[threadID]++
+	r.mu.Unlock()
+	return inv, true, nil
+}
+
+func (r *Registry) run(ctx context.Context, e *entry, threadID string, canon []byte, key string) (*Invocation, error) {
+	start := r.now()
+	var store plugin.ArtifactStore
+	if r.artifacts != nil {
+		store = r.artifacts(threadID, e.cap.Name)
+	}
+	res, err := e.h(ctx, &plugin.InvokeRequest{Capability: e.cap.Name, ThreadID: threadID, Args: canon, Artifacts: store})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.cap.Name, err)
+	}
+	if res == nil || res.ArtifactRef == "" {
+		return nil, &ResultError{Capability: e.cap.Name, Reason: "no artifact_ref (handlers must store their full result as an artifact)"}
+	}
+	if len(res.Preview) == 0 {
+		res.Preview = json.RawMessage(`null`)
+	}
+	if !json.Valid(res.Preview) {
+		return nil, &ResultError{Capability: e.cap.Name, Reason: "preview is not valid JSON"}
+	}
+	if len(res.Preview) > plugin.MaxPreviewBytes {
+		return nil, &ResultError{Capability: e.cap.Name, Reason: fmt.Sprintf("preview is %d bytes, the limit is %d", len(res.Preview), plugin.MaxPreviewBytes)}
+	}
+	inv := &Invocation{
+		Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: res.ArtifactRef, Preview: res.Preview,
+		CacheKey: key, DurationMS: r.now().Sub(start).Milliseconds(),
+	}
+	if e.cap.Cacheable {
+		if err := r.store.CachePut(ctx, key, CachedResult{
+			Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: res.ArtifactRef, Preview: res.Preview,
+			ExpiresAt: start.Add(e.cap.CacheTTL),
+		}, start); err != nil {
+			return nil, fmt.Errorf("write capability cache: %w", err)
+		}
+	}
+	if err := r.record(ctx, inv, canon); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+func (r *Registry) record(ctx context.Context, inv *Invocation, canon []byte) error {
+	err := r.store.RecordCall(ctx, Call{
+		ThreadID: inv.ThreadID, Capability: inv.Capability, Args: canon, ArtifactRef: inv.ArtifactRef,
+		CacheHit: inv.CacheHit, PreviewBytes: len(inv.Preview), DurationMS: inv.DurationMS, At: r.now().UTC(),
+	})
+	if err != nil {
+		return fmt.Errorf("record capability call: %w", err)
+	}
+	return nil
+}
