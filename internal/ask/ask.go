@@ -1,0 +1,429 @@
+// Package ask is relay's phone-a-friend core: it validates a request in the
+// seed's order with the seed's messages, gathers context and the git diff
+// under byte limits, builds the prompt envelope, applies the depth and host
+// guards, and asks one or more friend backends in parallel.
+package ask
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/relaydev/relay/internal/ask/backend"
+)
+
+// Environment variables shared with phone-a-friend.
+const (
+	DepthEnv        = "PHONE_A_FRIEND_DEPTH"
+	HostEnv         = "PHONE_A_FRIEND_HOST"
+	DefaultMaxDepth = 1
+	DefaultTimeout  = 600 // seconds
+)
+
+// Error is the one error type ask returns: Message is the seed's text (or a
+// backend's own detail), Hint is the next step.
+type Error struct {
+	Message string
+	Hint    string
+	Backend string       // set for backend failures
+	Kind    backend.Kind // set for backend failures
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(hint, format string, args ...any) *Error {
+	return &Error{Message: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// Request is one `relay ask`.
+type Request struct {
+	To             []string // backend names; one or more
+	Prompt         string
+	Repo           string // "" means WorkDir
+	ContextFile    string
+	ContextText    string
+	IncludeDiff    bool   // unstaged changes, as the seed
+	DiffBase       string // REF...HEAD plus uncommitted changes
+	Sandbox        string // "" means read-only
+	Model          string
+	TimeoutSeconds int
+	MaxDepth       int
+	Session        string // label; "" means a one-off question
+	Env            []string
+	WorkDir        string
+}
+
+// Asker holds the seams; the zero value is not usable, use New.
+type Asker struct {
+	Backend  func(name string) (backend.Backend, bool)
+	Git      func(ctx context.Context, repo string, args ...string) (stdout string, err error)
+	Sessions *SessionStore // nil: --session is refused
+	Euid     int
+	Now      func() time.Time
+}
+
+// New returns an Asker with the real backends and git.
+func New(sessions *SessionStore) *Asker {
+	return &Asker{Backend: backend.Get, Git: runGit, Sessions: sessions, Euid: os.Geteuid(), Now: time.Now}
+}
+
+// Target is one friend a prepared request will ask.
+type Target struct {
+	Name       string
+	Backend    backend.Backend
+	Env        []string
+	Session    backend.Session
+	NewSession bool // the label was unknown: a fresh conversation starts
+}
+
+// Prepared is a validated request: nothing has been spawned yet (only git).
+type Prepared struct {
+	Repo     string
+	Envelope string
+	Targets  []Target
+	req      Request
+}
+
+// Answer is one friend's reply (or failure) and what the CLI reported.
+type Answer struct {
+	Backend      string
+	Model        string
+	Text         string
+	Duration     time.Duration
+	InputTokens  *int64
+	OutputTokens *int64
+	CostUSD      *float64
+	Session      string
+	NewSession   bool
+	Err          *Error
+}
+
+func supported() string { return strings.Join(backend.Names(), ", ") }
+
+// Prepare runs every check of seed 000 in its order, then the guards.
+func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
+	// 1-2: prompt and timeout
+	if strings.TrimSpace(req.Prompt) == "" {
+		return nil, errorf("pass the question with --prompt TEXT (or --prompt - to read it from stdin)", "Prompt is required")
+	}
+	if req.TimeoutSeconds <= 0 {
+		return nil, errorf("pass --timeout SECONDS greater than zero (default 600)", "Timeout must be greater than zero")
+	}
+	// 3: repository
+	repo, err := resolveRepo(req.WorkDir, req.Repo)
+	if err != nil {
+		return nil, err
+	}
+	// 4-5: backends and sandbox
+	sandbox := req.Sandbox
+	if sandbox == "" {
+		sandbox = backend.ReadOnly
+	}
+	names := dedupe(req.To)
+	if len(names) == 0 {
+		names = []string{""}
+	}
+	targets := make([]Target, 0, len(names))
+	for _, n := range names {
+		b, ok := a.Backend(n)
+		if !ok {
+			return nil, errorf("see which friends are installed: relay backends",
+				"Unsupported relay backend: %s. Supported: %s", n, supported())
+		}
+		targets = append(targets, Target{Name: n, Backend: b})
+	}
+	for _, t := range targets {
+		allowed := slices.Sorted(slices.Values(t.Backend.Sandboxes()))
+		if !slices.Contains(allowed, sandbox) {
+			return nil, errorf("pass --sandbox read-only, workspace-write or danger-full-access",
+				"Invalid sandbox mode: %s. Allowed values: %s", sandbox, strings.Join(allowed, ", "))
+		}
+	}
+	// 6-7: context
+	ctxText, err := resolveContext(req.WorkDir, req.ContextFile, req.ContextText)
+	if err != nil {
+		return nil, err
+	}
+	// 8: diff
+	diff, err := a.collectDiff(ctx, repo, req)
+	if err != nil {
+		return nil, err
+	}
+	// 9: envelope
+	envelope := BuildEnvelope(repo, req.Prompt, ctxText, diff)
+	if n := len(envelope); n > MaxPromptBytes {
+		return nil, tooLarge("Relay prompt", n, MaxPromptBytes)
+	}
+	// 10: depth guard, before anything is spawned
+	depthStr, ok := lookupEnv(req.Env, DepthEnv)
+	if !ok {
+		depthStr = "0"
+	}
+	depth := ParseDepth(depthStr)
+	if depth >= req.MaxDepth {
+		return nil, errorf("agents are calling each other recursively; answer this one yourself, or raise --max-depth if the nesting is intended",
+			"Relay depth limit reached; refusing nested relay invocation")
+	}
+	// host guard: an agent never phones itself
+	if host := DetectHost(req.Env); host != "" {
+		for _, t := range targets {
+			if t.Name == host {
+				others := otherNames(host)
+				return nil, errorf("pick another friend: relay ask --to "+others[0]+" … (relay backends lists them)",
+					"%s is already the host of this relay invocation; choose another friend backend such as %s",
+					host, strings.Join(others, ", "))
+			}
+		}
+	}
+	// sessions
+	if req.Session != "" {
+		if err := ValidateLabel(req.Session); err != nil {
+			return nil, errorf("use a short label such as --session review-1", "Invalid session label: %v", err)
+		}
+		if a.Sessions == nil {
+			return nil, errorf("set RELAY_HOME to a writable directory", "Sessions are unavailable: no relay home directory")
+		}
+	}
+	for i := range targets {
+		t := &targets[i]
+		env := setEnv(req.Env, DepthEnv, strconv.Itoa(depth+1))
+		t.Env = setEnv(env, HostEnv, t.Name)
+		if req.Session == "" {
+			continue
+		}
+		if !t.Backend.SupportsSessions() {
+			return nil, errorf("drop --session, or ask codex, claude or gemini",
+				"%s cannot continue a conversation; --session works with %s", t.Name, strings.Join(sessionBackends(), ", "))
+		}
+		e, err := a.Sessions.Lookup(req.Session, t.Name)
+		if err != nil {
+			return nil, errorf("check that $RELAY_HOME is readable", "Failed reading sessions: %v", err)
+		}
+		switch {
+		case e != nil && e.Repo != repo:
+			return nil, errorf(fmt.Sprintf("use another --session label, or --repo %s", e.Repo),
+				"Session %q with %s belongs to repository %s, not %s", req.Session, t.Name, e.Repo, repo)
+		case e != nil:
+			t.Session = backend.Session{ID: e.NativeID, Resume: true, Persist: true}
+		case t.Name == "codex":
+			t.Session, t.NewSession = backend.Session{Persist: true}, true // codex names its own thread
+		default:
+			t.Session, t.NewSession = backend.Session{ID: uuid.NewString(), Persist: true}, true
+		}
+	}
+	return &Prepared{Repo: repo, Envelope: envelope, Targets: targets, req: withSandbox(req, sandbox)}, nil
+}
+
+func withSandbox(r Request, s string) Request { r.Sandbox = s; return r }
+
+// Run asks every target in parallel and returns the answers in --to order.
+func (a *Asker) Run(ctx context.Context, p *Prepared) []Answer {
+	answers := make([]Answer, len(p.Targets))
+	var wg sync.WaitGroup
+	for i, t := range p.Targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = a.runOne(ctx, p, t)
+		}()
+	}
+	wg.Wait()
+	return answers
+}
+
+func (a *Asker) runOne(ctx context.Context, p *Prepared, t Target) Answer {
+	start := time.Now()
+	res, err := t.Backend.Run(ctx, backend.Request{
+		Prompt: p.Envelope, Repo: p.Repo, Sandbox: p.req.Sandbox, Model: p.req.Model,
+		Timeout: time.Duration(p.req.TimeoutSeconds) * time.Second,
+		Env:     t.Env, Session: t.Session, Euid: a.Euid,
+	})
+	ans := Answer{Backend: t.Name, Duration: time.Since(start), Session: p.req.Session, NewSession: t.NewSession}
+	if err != nil {
+		ans.Err = fromBackend(t.Name, err)
+		return ans
+	}
+	ans.Text, ans.Model = res.Answer, res.Model
+	if ans.Model == "" {
+		ans.Model = p.req.Model
+	}
+	ans.InputTokens, ans.OutputTokens, ans.CostUSD = res.InputTokens, res.OutputTokens, res.CostUSD
+	if p.req.Session != "" && a.Sessions != nil {
+		id := res.SessionID
+		if id == "" {
+			id = t.Session.ID
+		}
+		if id != "" {
+			now := a.Now()
+			if err := a.Sessions.Save(SessionEntry{Label: p.req.Session, Backend: t.Name, Repo: p.Repo, NativeID: id, UpdatedAt: now}); err != nil {
+				ans.Err = errorf("check that $RELAY_HOME is writable; the answer above is complete",
+					"Answer received but the session could not be saved: %v", err)
+				ans.Err.Backend = t.Name
+			}
+		}
+	}
+	return ans
+}
+
+// fromBackend turns a backend failure into the one user-facing error type.
+func fromBackend(name string, err error) *Error {
+	var be *backend.Error
+	if errors.As(err, &be) {
+		return &Error{Message: be.Message, Hint: be.Hint, Backend: name, Kind: be.Kind}
+	}
+	return &Error{Message: err.Error(), Backend: name, Hint: "run the command again with RELAY_DEBUG=1 to see the command line"}
+}
+
+// Ask prepares and runs a request in one call.
+func (a *Asker) Ask(ctx context.Context, req Request) ([]Answer, error) {
+	p, err := a.Prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return a.Run(ctx, p), nil
+}
+
+func resolveRepo(workDir, repo string) (string, error) {
+	if repo == "" {
+		repo = "."
+	}
+	if !filepath.IsAbs(repo) {
+		repo = filepath.Join(workDir, repo)
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		abs = repo
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", errorf("pass --repo DIR with an existing directory (default: the current directory)",
+			"Repository path does not exist or is not a directory: %s", abs)
+	}
+	return abs, nil
+}
+
+func resolveContext(workDir, file, text string) (string, error) {
+	text = strings.TrimSpace(text)
+	if file != "" && text != "" {
+		return "", errorf("pass --context-file or --context-text, not both", "Use either context_file or context_text, not both")
+	}
+	if file != "" {
+		path := file
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(workDir, path)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", errorf("check the path given to --context-file", "Context file does not exist: %s", file)
+			}
+			return "", errorf("check the permissions of the file given to --context-file", "Failed reading context file: %v", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return "", errorf("pass a regular file to --context-file", "Context path is not a file: %s", file)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", errorf("check the permissions of the file given to --context-file", "Failed reading context file: %v", err)
+		}
+		if !utf8.Valid(b) {
+			return "", errorf("pass a UTF-8 text file to --context-file", "Failed reading context file: %s is not valid UTF-8 text", file)
+		}
+		content := strings.TrimSpace(string(b))
+		if n := len(content); n > MaxContextBytes {
+			return "", tooLarge("Context file", n, MaxContextBytes)
+		}
+		return content, nil
+	}
+	if n := len(text); n > MaxContextBytes {
+		return "", tooLarge("Context text", n, MaxContextBytes)
+	}
+	return text, nil
+}
+
+func dedupe(names []string) []string {
+	var out []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func otherNames(host string) []string {
+	var out []string
+	for _, n := range backend.Names() {
+		if n != host {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func sessionBackends() []string {
+	var out []string
+	for _, n := range backend.Names() {
+		if b, _ := backend.Get(n); b.SupportsSessions() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// DetectHost names the agent CLI relay runs inside, if any. An explicit
+// PHONE_A_FRIEND_HOST wins; otherwise the markers each CLI sets for the
+// commands it runs (never generic ones such as CODEX_HOME).
+func DetectHost(env []string) string {
+	if v, _ := lookupEnv(env, HostEnv); strings.TrimSpace(v) != "" {
+		return strings.ToLower(strings.TrimSpace(v))
+	}
+	is := func(k, want string) bool { v, _ := lookupEnv(env, k); return v == want }
+	has := func(k string) bool { v, _ := lookupEnv(env, k); return v != "" }
+	switch {
+	case is("CLAUDECODE", "1"):
+		return "claude"
+	case is("GEMINI_CLI", "1"):
+		return "gemini"
+	case is("QWEN_CODE", "1"):
+		return "qwen"
+	case is("OPENCODE", "1"):
+		return "opencode"
+	case has("CODEX_SANDBOX"), is("CODEX_SANDBOX_NETWORK_DISABLED", "1"):
+		return "codex"
+	}
+	return ""
+}
+
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
