@@ -1,0 +1,66 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// NotFoundError says a thread, version or artifact does not exist.
+type NotFoundError struct {
+	What string // "thread", "version", "artifact"
+	ID   string
+}
+
+func (e *NotFoundError) Error() string {
+	switch e.What {
+	case "thread":
+		return fmt.Sprintf("thread %s not found; list threads with `relay runs`", e.ID)
+	case "artifact":
+		return fmt.Sprintf("artifact %s not found in this thread; list them with `relay artifact ls`", e.ID)
+	}
+	return fmt.Sprintf("%s %s not found", e.What, e.ID)
+}
+
+// ConflictError says a patch was made against a stale version.
+type ConflictError struct {
+	Expected int
+	Current  int
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("state is at %s, patch was made against %s; re-read the state and retry",
+		StateRef(e.Current), StateRef(e.Expected))
+}
+
+// InvalidError says the input is unusable; Code is the API error code.
+type InvalidError struct {
+	Code string // bad_request, invalid_patch, invalid_state, test_failed
+	Msg  string
+	Op   int // operation index for patch errors, -1 otherwise
+	Path string
+	Err  error
+}
+
+func (e *InvalidError) Error() string { return e.Msg }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// TooLargeError says an input or result exceeds a limit.
+type TooLargeError struct {
+	What  string
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return e.What + " is larger than the limit of " + strconv.FormatInt(e.Limit, 10) + " bytes"
+}
+
+func badRequest(format string, a ...any) error {
+	return &InvalidError{Code: "bad_request", Msg: fmt.Sprintf(format, a...), Op: -1}
+}
+
+// IsNotFound reports whether err is a *NotFoundError.
+func IsNotFound(err error) bool {
+	var nf *NotFoundError
+	return errors.As(err, &nf)
+}

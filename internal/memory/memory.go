@@ -1,0 +1,241 @@
+// Package memory owns the relay memory store: threads, versioned JSON-Patch state, artifacts
+// and events (seed 004). It imports no net/http; internal/daemon serves it over HTTP.
+//
+// Storage sits behind the Store interface; SQLite (modernc.org/sqlite, WAL, synchronous=FULL)
+// is the shipped engine and the source of truth, with a human-readable mirror under
+// $RELAY_HOME/threads/<id>/ that is written after each commit and never read back.
+//
+// Extension points for other layers (capabilities, search, import/export):
+//   - RegisterMigration(name, sql) from an init func adds tables applied once at Open.
+//   - RegisterArtifactHook(fn) runs fn inside every artifact-put transaction (keeps FTS in step).
+//   - (*SQLite).WriteTx / ReadDB give SQL access; call Forget(threadID) after writing core
+//     tables directly so the in-memory state cache is rebuilt.
+//   - Store.AppendEvent and Store.AddMetrics record events and header metrics.
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Store is the storage engine behind the daemon. Implementations must be safe for concurrent use.
+type Store interface {
+	CreateThread(ctx context.Context, p CreateThreadParams) (Thread, error)
+	ListThreads(ctx context.Context, limit int) ([]Thread, error)
+	GetThread(ctx context.Context, id string) (Thread, error)
+
+	// State returns the state document at version (0 = latest).
+	State(ctx context.Context, threadID string, version int) (State, error)
+	// Header returns the bounded header of the latest state and whether entries were dropped.
+	Header(ctx context.Context, threadID string) (Header, error)
+	// PatchState applies a JSON Patch atomically. expected is the version the patch was made
+	// against (0 = current, no staleness check); a stale one returns *ConflictError.
+	PatchState(ctx context.Context, threadID string, patch []byte, expected int, author string) (PatchResult, error)
+	// Versions lists versions greater than after, oldest first.
+	Versions(ctx context.Context, threadID string, after, limit int) ([]Version, error)
+
+	PutArtifact(ctx context.Context, threadID string, p PutArtifactParams) (Artifact, error)
+	GetArtifact(ctx context.Context, threadID, ref string) (Artifact, error)
+	ArtifactContent(ctx context.Context, threadID, ref string) (Artifact, []byte, error)
+	ListArtifacts(ctx context.Context, threadID string, opt ListArtifactsOptions) ([]Artifact, error)
+
+	AppendEvent(ctx context.Context, threadID, typ string, data any) (Event, error)
+	// Events lists events with id greater than after, oldest first.
+	Events(ctx context.Context, threadID string, after int64, limit int) ([]Event, error)
+	// Subscribe returns a channel that receives a value (coalesced) whenever the thread gets
+	// a new event; cancel releases it.
+	Subscribe(threadID string) (ch <-chan struct{}, cancel func())
+
+	// AddMetrics adds to the thread's header counters (cache hits, tokens avoided).
+	AddMetrics(ctx context.Context, threadID string, m Metrics) error
+	Stats(ctx context.Context) (StoreStats, error)
+	// Check verifies storage integrity (PRAGMA integrity_check for SQLite).
+	Check(ctx context.Context) error
+	Close() error
+}
+
+// Thread is a thread's summary row.
+type Thread struct {
+	ID            string  `json:"thread_id"`
+	Name          string  `json:"name"`
+	CreatedAt     Time    `json:"created_at"`
+	UpdatedAt     Time    `json:"updated_at"`
+	Version       int     `json:"version"`
+	StateRef      string  `json:"state_ref"`
+	ArtifactCount int     `json:"artifact_count"`
+	EventCount    int     `json:"event_count"`
+	LastEventID   int64   `json:"last_event_id"`
+	Metrics       Metrics `json:"metrics"`
+}
+
+// CreateThreadParams are the inputs of CreateThread.
+type CreateThreadParams struct {
+	Name string
+}
+
+// State is one version of a thread's state document.
+type State struct {
+	ThreadID string
+	Version  int
+	Doc      json.RawMessage
+}
+
+// Header is the bounded, token-efficient view of the latest state.
+type Header struct {
+	Version   int
+	JSON      json.RawMessage
+	Truncated bool
+}
+
+// PatchResult reports an accepted patch.
+type PatchResult struct {
+	ThreadID string `json:"thread_id"`
+	Version  int    `json:"version"`
+	StateRef string `json:"state_ref"`
+	EventID  int64  `json:"event_id"`
+}
+
+// Version is one entry of a thread's state history.
+type Version struct {
+	Version   int             `json:"version"`
+	StateRef  string          `json:"state_ref"`
+	CreatedAt Time            `json:"created_at"`
+	Author    string          `json:"author"`
+	EventID   int64           `json:"event_id"`
+	Patch     json.RawMessage `json:"patch"`
+}
+
+// Artifact types (seed 004).
+const (
+	TypeMarkdown   = "markdown"
+	TypeJSON       = "json"
+	TypeHTML       = "html"
+	TypeText       = "text"
+	TypeBinary     = "binary"
+	TypeToolOutput = "tool_output"
+	TypeEmail      = "email"
+)
+
+// ArtifactTypes lists the valid artifact types.
+var ArtifactTypes = []string{TypeMarkdown, TypeJSON, TypeHTML, TypeText, TypeBinary, TypeToolOutput, TypeEmail}
+
+// Artifact is stored content's metadata; the bytes are read with ArtifactContent.
+type Artifact struct {
+	Ref          string     `json:"ref"`
+	ThreadID     string     `json:"thread_id"`
+	Type         string     `json:"type"`
+	Mime         string     `json:"mime"`
+	Name         string     `json:"name"`
+	Size         int64      `json:"size"`
+	Hash         string     `json:"hash"`
+	Preview      Preview    `json:"preview"`
+	Provenance   Provenance `json:"provenance"`
+	CreatedAt    Time       `json:"created_at"`
+	Deduplicated bool       `json:"deduplicated"`
+}
+
+// Preview is the bounded, sanitized start of an artifact.
+type Preview struct {
+	Text      string `json:"text"`
+	LineCount int    `json:"line_count"`
+	Truncated bool   `json:"truncated"`
+	Size      int64  `json:"size"`
+}
+
+// Provenance records who made an artifact and from what.
+type Provenance struct {
+	CreatedBy  string   `json:"created_by"`
+	CreatedAt  Time     `json:"created_at"`
+	SourceRefs []string `json:"source_refs"`
+	Capability string   `json:"capability"`
+}
+
+// PutArtifactParams are the inputs of PutArtifact. Type is detected when empty.
+type PutArtifactParams struct {
+	Name       string
+	Type       string
+	Content    []byte
+	CreatedBy  string
+	Capability string
+	SourceRefs []string
+}
+
+// ListArtifactsOptions filter ListArtifacts.
+type ListArtifactsOptions struct {
+	Type  string
+	After string
+	Limit int
+}
+
+// Event is one entry of a thread's append-only log.
+type Event struct {
+	ID       int64           `json:"id"`
+	ThreadID string          `json:"thread_id"`
+	Type     string          `json:"type"`
+	At       Time            `json:"at"`
+	Data     json.RawMessage `json:"data"`
+}
+
+// Core event types.
+const (
+	EventThreadCreated  = "thread.created"
+	EventStatePatched   = "state.patched"
+	EventArtifactStored = "artifact.stored"
+)
+
+// Metrics are a thread's header counters.
+type Metrics struct {
+	CacheHits     int64 `json:"cache_hits"`
+	TokensAvoided int64 `json:"tokens_avoided"`
+}
+
+// StoreStats describe the whole store.
+type StoreStats struct {
+	Threads   int64  `json:"threads"`
+	Artifacts int64  `json:"artifacts"`
+	Events    int64  `json:"events"`
+	Bytes     int64  `json:"bytes"`
+	Path      string `json:"path"`
+}
+
+// Limits of the store.
+const (
+	MaxNameLen      = 200
+	MaxStateBytes   = 8 << 20
+	MaxArtifactSize = 50 << 20
+	PreviewBytes    = 2048
+)
+
+// StateRef formats a version as a state_ref ("v7").
+func StateRef(v int) string { return "v" + strconv.Itoa(v) }
+
+// Time marshals as RFC 3339 UTC with milliseconds.
+type Time struct{ time.Time }
+
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+func (t Time) String() string { return t.UTC().Format(timeLayout) }
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) { return []byte(`"` + t.String() + `"`), nil }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	p, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = p
+	return nil
+}
+
+func parseTime(s string) Time {
+	p, _ := time.Parse(time.RFC3339Nano, s)
+	return Time{p}
+}

@@ -1,0 +1,153 @@
+package memory
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// mirror writes the human-readable copy of the store (threads/<id>/…). It is written after
+// each commit and never read back, so a mirror failure never fails a request; the last
+// error is kept for `relay doctor`.
+type mirror struct {
+	root    string // $RELAY_HOME/threads
+	lastErr atomic.Value
+
+	mu      sync.Mutex
+	dirty   map[string]func() []byte // thread → latest state document
+	kick    chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+}
+
+func newMirror(root string) *mirror {
+	m := &mirror{root: root, dirty: map[string]func() []byte{}, kick: make(chan struct{}, 1),
+		done: make(chan struct{}), stopped: make(chan struct{})}
+	go m.loop()
+	return m
+}
+
+func (m *mirror) fail(err error) {
+	if err != nil {
+		m.lastErr.Store(err.Error())
+	}
+}
+
+// Err returns the last mirror write error, or "".
+func (m *mirror) Err() string {
+	s, _ := m.lastErr.Load().(string)
+	return s
+}
+
+func (m *mirror) threadDir(id string) string { return filepath.Join(m.root, id) }
+
+// state schedules state.json of a thread to be rewritten; rewrites coalesce because a large
+// state rewritten on every patch would dominate the patch cost.
+func (m *mirror) state(id string, doc func() []byte) {
+	m.mu.Lock()
+	m.dirty[id] = doc
+	m.mu.Unlock()
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mirror) loop() {
+	defer close(m.stopped)
+	for {
+		select {
+		case <-m.kick:
+			time.Sleep(50 * time.Millisecond)
+			m.flush()
+		case <-m.done:
+			m.flush()
+			return
+		}
+	}
+}
+
+func (m *mirror) flush() {
+	m.mu.Lock()
+	d := m.dirty
+	m.dirty = map[string]func() []byte{}
+	m.mu.Unlock()
+	for id, doc := range d {
+		b := doc()
+		if b == nil {
+			continue
+		}
+		var pretty []byte
+		var v any
+		if json.Unmarshal(b, &v) == nil {
+			pretty, _ = json.MarshalIndent(v, "", "  ")
+		}
+		if pretty == nil {
+			pretty = b
+		}
+		m.fail(writeFileAtomic(filepath.Join(m.threadDir(id), "state.json"), append(pretty, '\n')))
+	}
+}
+
+func (m *mirror) close() {
+	close(m.done)
+	<-m.stopped
+}
+
+// event appends one JSON line to threads/<id>/events.log; callers hold the write lock so
+// lines are in id order.
+func (m *mirror) event(e Event) {
+	line, err := json.Marshal(e)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	dir := m.threadDir(e.ThreadID)
+	f, err := os.OpenFile(filepath.Join(dir, "events.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if os.IsNotExist(err) {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			f, err = os.OpenFile(filepath.Join(dir, "events.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		}
+	}
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	_, err = f.Write(append(line, '\n'))
+	m.fail(err)
+	m.fail(f.Close())
+}
+
+func (m *mirror) artifact(a Artifact, content []byte) {
+	p := filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+ExtFor(a.Type, a.Mime))
+	m.fail(writeFileAtomic(p, content))
+}
+
+// writeFileAtomic writes via a temp file and rename so readers never see half a file.
+func writeFileAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}

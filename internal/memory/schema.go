@@ -1,0 +1,70 @@
+package memory
+
+// coreSchema is the store's own DDL; other layers add tables with RegisterMigration.
+const coreSchema = `
+CREATE TABLE threads (
+  id             TEXT PRIMARY KEY,
+  name           TEXT NOT NULL DEFAULT '',
+  created_at     TEXT NOT NULL,
+  updated_at     TEXT NOT NULL,
+  version        INTEGER NOT NULL,
+  artifact_count INTEGER NOT NULL DEFAULT 0,
+  event_count    INTEGER NOT NULL DEFAULT 0,
+  last_event_id  INTEGER NOT NULL DEFAULT 0,
+  cache_hits     INTEGER NOT NULL DEFAULT 0,
+  tokens_avoided INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX threads_updated ON threads(updated_at);
+
+-- One row per version: the patch that made it (version 1 has "[]").
+CREATE TABLE state_versions (
+  thread_id  TEXT NOT NULL,
+  version    INTEGER NOT NULL,
+  patch      BLOB NOT NULL,
+  author     TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL,
+  event_id   INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (thread_id, version)
+) WITHOUT ROWID;
+
+-- Periodic full documents; any version = nearest snapshot at or below it + later patches.
+CREATE TABLE state_snapshots (
+  thread_id TEXT NOT NULL,
+  version   INTEGER NOT NULL,
+  doc       BLOB NOT NULL,
+  PRIMARY KEY (thread_id, version)
+);
+
+CREATE TABLE artifacts (
+  ref               TEXT PRIMARY KEY,
+  thread_id         TEXT NOT NULL,
+  type              TEXT NOT NULL,
+  mime              TEXT NOT NULL,
+  name              TEXT NOT NULL DEFAULT '',
+  size              INTEGER NOT NULL,
+  hash              TEXT NOT NULL,
+  preview_text      TEXT NOT NULL,
+  preview_lines     INTEGER NOT NULL,
+  preview_truncated INTEGER NOT NULL,
+  created_by        TEXT NOT NULL DEFAULT '',
+  capability        TEXT NOT NULL DEFAULT '',
+  source_refs       TEXT NOT NULL DEFAULT '[]',
+  created_at        TEXT NOT NULL,
+  UNIQUE (thread_id, hash)
+);
+CREATE INDEX artifacts_thread ON artifacts(thread_id, ref);
+
+CREATE TABLE artifact_content (
+  ref     TEXT PRIMARY KEY,
+  content BLOB NOT NULL
+);
+
+CREATE TABLE events (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  thread_id TEXT NOT NULL,
+  type      TEXT NOT NULL,
+  at        TEXT NOT NULL,
+  data      BLOB NOT NULL
+);
+CREATE INDEX events_thread ON events(thread_id, id);
+`

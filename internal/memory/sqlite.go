@@ -1,0 +1,901 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/relaydev/relay/internal/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/statedoc"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// DBFile is the store's file name inside $RELAY_HOME.
+const DBFile = "relay.db"
+
+const (
+	snapshotEvery = 64      // versions between full-state snapshots
+	snapshotBytes = 4 << 20 // or sooner, when replaying would touch this many document bytes
+	cacheBytes    = 128 << 20
+)
+
+// SQLite is the SQLite-backed Store. All writes go through one connection under wmu, so
+// version checks, event ids and mirror order are serialized; reads use a separate pool.
+type SQLite struct {
+	home   string
+	path   string
+	w, r   *sql.DB
+	hooks  []ArtifactHook
+	mirror *mirror
+	broker broker
+	now    func() time.Time
+
+	wmu sync.Mutex // serializes every write transaction
+
+	cmu        sync.RWMutex
+	cache      map[string]*cached // latest state per thread
+	cacheBytes int
+	closed     atomic.Bool
+}
+
+// cached is an immutable snapshot of a thread's latest state; replaced, never mutated
+// (except the lazily computed header).
+type cached struct {
+	version   int
+	doc       []byte
+	sinceSnap int // versions since the last stored snapshot
+	metrics   Metrics
+	header    atomic.Pointer[Header]
+}
+
+// Options tune OpenSQLite.
+type Options struct {
+	// Now overrides the clock (tests).
+	Now func() time.Time
+}
+
+// OpenSQLite opens (creating if needed) the store in home ($RELAY_HOME).
+func OpenSQLite(home string, opt Options) (*SQLite, error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("create store directory %s: %w", home, err)
+	}
+	path := filepath.Join(home, DBFile)
+	dsn := func(extra string) string {
+		q := url.Values{}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)") // durable: every acknowledged commit is fsynced
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "foreign_keys(1)")
+		if extra != "" {
+			q.Add("_pragma", extra)
+		}
+		q.Set("_txlock", "immediate")
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn(""))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	r, err := sql.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	migs, hooks := registered()
+	s := &SQLite{home: home, path: path, w: w, r: r, hooks: hooks, now: now,
+		cache: map[string]*cached{}, mirror: newMirror(filepath.Join(home, "threads"))}
+	if err := s.migrate(migs); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *SQLite) migrate(extra []migration) error {
+	ctx := context.Background()
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("open store %s: %w (is it a relay database? move it away and retry)", s.path, err)
+	}
+	all := append([]migration{{"0001_core", coreSchema}}, extra...)
+	for _, m := range all {
+		err := s.WriteTx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, m.name).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)`, m.name, s.stamp().String())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate store %s (%s): %w", s.path, m.name, err)
+		}
+	}
+	return nil
+}
+
+// Path returns the database file path.
+func (s *SQLite) Path() string { return s.path }
+
+// ReadDB returns the read-only connection pool.
+func (s *SQLite) ReadDB() *sql.DB { return s.r }
+
+// MirrorErr returns the last error writing the human-readable mirror, or "".
+func (s *SQLite) MirrorErr() string { return s.mirror.Err() }
+
+// WriteTx runs fn in a transaction on the single writer connection.
+func (s *SQLite) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.writeTxLocked(ctx, fn)
+}
+
+func (s *SQLite) writeTxLocked(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.closed.Load() {
+		return errors.New("store is closed")
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Forget drops the cached state of a thread (after writing core tables directly).
+func (s *SQLite) Forget(threadID string) {
+	s.cmu.Lock()
+	if c := s.cache[threadID]; c != nil {
+		s.cacheBytes -= len(c.doc)
+		delete(s.cache, threadID)
+	}
+	s.cmu.Unlock()
+}
+
+// Close flushes the mirror and closes the database.
+func (s *SQLite) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mirror.close()
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// stamp is the current time truncated to milliseconds, so replayed versions stamp the same text.
+func (s *SQLite) stamp() Time { return Time{s.now().UTC().Truncate(time.Millisecond)} }
+
+func checkThreadID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return badRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
+	}
+	return nil
+}
+
+func insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at Time, data []byte) (Event, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, threadID, typ, at.String(), data)
+	if err != nil {
+		return Event{}, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return Event{}, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE threads SET event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ?`, id, at.String(), threadID)
+	return Event{ID: id, ThreadID: threadID, Type: typ, At: at, Data: data}, err
+}
+
+// CreateThread implements Store.
+func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread, error) {
+	if len([]rune(p.Name)) > MaxNameLen {
+		return Thread{}, badRequest("thread name is longer than %d characters; use a shorter --name", MaxNameLen)
+	}
+	id := uuid.NewString()
+	doc := statedoc.New(id)
+	if doc == nil {
+		return Thread{}, errors.New("statedoc.New returned no document")
+	}
+	data, _ := json.Marshal(map[string]string{"name": p.Name})
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	at := s.stamp()
+	var ev Event
+	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1)`, id, p.Name, at.String(), at.String()); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots(thread_id, version, doc) VALUES (?, 1, ?)`, id, doc); err != nil {
+			return err
+		}
+		var err error
+		if ev, err = insertEvent(ctx, tx, id, EventThreadCreated, at, data); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, 1, '[]', '', ?, ?)`, id, at.String(), ev.ID)
+		return err
+	})
+	if err != nil {
+		return Thread{}, fmt.Errorf("create thread: %w", err)
+	}
+	s.setCache(id, &cached{version: 1, doc: doc})
+	s.mirror.event(ev)
+	s.mirrorState(id)
+	s.broker.notify(id)
+	return Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: StateRef(1),
+		EventCount: 1, LastEventID: ev.ID}, nil
+}
+
+func (s *SQLite) mirrorState(id string) {
+	s.mirror.state(id, func() []byte {
+		s.cmu.RLock()
+		defer s.cmu.RUnlock()
+		if c := s.cache[id]; c != nil {
+			return c.doc
+		}
+		return nil
+	})
+}
+
+const threadCols = `id, name, created_at, updated_at, version, artifact_count, event_count, last_event_id, cache_hits, tokens_avoided`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanThread(r scanner) (Thread, error) {
+	var t Thread
+	var created, updated string
+	err := r.Scan(&t.ID, &t.Name, &created, &updated, &t.Version, &t.ArtifactCount, &t.EventCount, &t.LastEventID, &t.Metrics.CacheHits, &t.Metrics.TokensAvoided)
+	t.CreatedAt, t.UpdatedAt, t.StateRef = parseTime(created), parseTime(updated), StateRef(t.Version)
+	return t, err
+}
+
+// ListThreads implements Store.
+func (s *SQLite) ListThreads(ctx context.Context, limit int) ([]Thread, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+threadCols+` FROM threads ORDER BY updated_at DESC, id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	defer rows.Close()
+	out := []Thread{}
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list threads: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// GetThread implements Store.
+func (s *SQLite) GetThread(ctx context.Context, id string) (Thread, error) {
+	if err := checkThreadID(id); err != nil {
+		return Thread{}, err
+	}
+	t, err := scanThread(s.r.QueryRowContext(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Thread{}, &NotFoundError{What: "thread", ID: id}
+	}
+	if err != nil {
+		return Thread{}, fmt.Errorf("read thread %s: %w", id, err)
+	}
+	return t, nil
+}
+
+func (s *SQLite) setCache(id string, c *cached) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if old := s.cache[id]; old != nil {
+		if old.version > c.version {
+			return // a writer already stored a newer version
+		}
+		s.cacheBytes -= len(old.doc)
+	}
+	for k, v := range s.cache { // evict arbitrary entries to stay within budget
+		if s.cacheBytes+len(c.doc) <= cacheBytes {
+			break
+		}
+		s.cacheBytes -= len(v.doc)
+		delete(s.cache, k)
+	}
+	s.cache[id] = c
+	s.cacheBytes += len(c.doc)
+}
+
+// latest returns the cached latest state, rebuilding it from the database on a miss.
+func (s *SQLite) latest(ctx context.Context, id string) (*cached, error) {
+	if err := checkThreadID(id); err != nil {
+		return nil, err
+	}
+	s.cmu.RLock()
+	c := s.cache[id]
+	s.cmu.RUnlock()
+	if c != nil {
+		return c, nil
+	}
+	var version int
+	var m Metrics
+	err := s.r.QueryRowContext(ctx, `SELECT version, cache_hits, tokens_avoided FROM threads WHERE id = ?`, id).Scan(&version, &m.CacheHits, &m.TokensAvoided)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &NotFoundError{What: "thread", ID: id}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read thread %s: %w", id, err)
+	}
+	doc, snapV, err := s.rebuild(ctx, id, version)
+	if err != nil {
+		return nil, err
+	}
+	c = &cached{version: version, doc: doc, sinceSnap: version - snapV, metrics: m}
+	s.setCache(id, c)
+	return c, nil
+}
+
+// rebuild reconstructs version v from the nearest snapshot and the patches after it.
+func (s *SQLite) rebuild(ctx context.Context, id string, v int) (doc []byte, snapV int, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT version, doc FROM state_snapshots WHERE thread_id = ? AND version <= ? ORDER BY version DESC LIMIT 1`, id, v).Scan(&snapV, &doc)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
+	}
+	if snapV == v {
+		return doc, snapV, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT version, patch, created_at FROM state_versions WHERE thread_id = ? AND version > ? AND version <= ? ORDER BY version`, id, snapV, v)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read state history of thread %s: %w", id, err)
+	}
+	defer rows.Close()
+	next := snapV + 1
+	for rows.Next() {
+		var ver int
+		var patch []byte
+		var at string
+		if err := rows.Scan(&ver, &patch, &at); err != nil {
+			return nil, 0, err
+		}
+		if ver != next {
+			return nil, 0, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
+		}
+		if doc, err = statedoc.ApplyPatch(doc, patch, ver, parseTime(at).Time); err != nil {
+			return nil, 0, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
+		}
+		next++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if next != v+1 {
+		return nil, 0, fmt.Errorf("state history of thread %s ends at v%d, want v%d", id, next-1, v)
+	}
+	return doc, snapV, nil
+}
+
+// State implements Store.
+func (s *SQLite) State(ctx context.Context, id string, version int) (State, error) {
+	c, err := s.latest(ctx, id)
+	if err != nil {
+		return State{}, err
+	}
+	if version == 0 || version == c.version {
+		return State{ThreadID: id, Version: c.version, Doc: c.doc}, nil
+	}
+	if version < 0 || version > c.version {
+		return State{}, &NotFoundError{What: "version", ID: fmt.Sprintf("%s of thread %s (latest is %s)", StateRef(version), id, StateRef(c.version))}
+	}
+	doc, _, err := s.rebuild(ctx, id, version)
+	if err != nil {
+		return State{}, err
+	}
+	return State{ThreadID: id, Version: version, Doc: doc}, nil
+}
+
+// Header implements Store.
+func (s *SQLite) Header(ctx context.Context, id string) (Header, error) {
+	c, err := s.latest(ctx, id)
+	if err != nil {
+		return Header{}, err
+	}
+	if h := c.header.Load(); h != nil {
+		return *h, nil
+	}
+	b, err := statedoc.Header(c.doc, statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided})
+	if err != nil {
+		return Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
+	}
+	var probe struct {
+		Truncated json.RawMessage `json:"truncated"`
+	}
+	_ = json.Unmarshal(b, &probe)
+	t := len(probe.Truncated) > 0 && string(probe.Truncated) != "null" && string(probe.Truncated) != "false"
+	h := &Header{Version: c.version, JSON: b, Truncated: t}
+	c.header.Store(h)
+	return *h, nil
+}
+
+// patchError turns a jsonpatch/statedoc error into an InvalidError with the API code.
+func patchError(err error) error {
+	var pe *jsonpatch.Error
+	if errors.As(err, &pe) {
+		code := "invalid_patch"
+		if pe.Kind == jsonpatch.KindTestFailed {
+			code = "test_failed"
+		}
+		return &InvalidError{Code: code, Msg: "cannot apply patch: " + pe.Error(), Op: pe.Op, Path: pe.Path, Err: err}
+	}
+	return &InvalidError{Code: "invalid_state", Msg: "patch refused: " + err.Error(), Op: -1, Err: err}
+}
+
+// PatchState implements Store.
+func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (PatchResult, error) {
+	if err := checkThreadID(id); err != nil {
+		return PatchResult{}, err
+	}
+	var ops []json.RawMessage
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return PatchResult{}, &InvalidError{Code: "invalid_patch", Msg: "patch must be a JSON array of operations: " + err.Error(), Op: -1, Err: err}
+	}
+	if len([]rune(author)) > MaxNameLen {
+		return PatchResult{}, badRequest("author is longer than %d characters", MaxNameLen)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	cur, err := s.latest(ctx, id)
+	if err != nil {
+		return PatchResult{}, err
+	}
+	if expected > 0 && expected != cur.version {
+		return PatchResult{}, &ConflictError{Expected: expected, Current: cur.version}
+	}
+	v := cur.version + 1
+	at := s.stamp()
+	doc, err := statedoc.ApplyPatch(cur.doc, patch, v, at.Time)
+	if err != nil {
+		return PatchResult{}, patchError(err)
+	}
+	if len(doc) > MaxStateBytes {
+		return PatchResult{}, &TooLargeError{What: "the patched state", Limit: MaxStateBytes}
+	}
+	var compact = patch
+	if len(ops) > 0 {
+		if b, err := json.Marshal(ops); err == nil {
+			compact = b
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"version": v, "state_ref": StateRef(v), "ops": len(ops), "author": author})
+	snap := cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*len(doc) >= snapshotBytes
+	var ev Event
+	err = s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+		var err error
+		if ev, err = insertEvent(ctx, tx, id, EventStatePatched, at, data); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, ?, ?, ?, ?, ?)`, id, v, compact, author, at.String(), ev.ID); err != nil {
+			return err
+		}
+		if snap {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots(thread_id, version, doc) VALUES (?, ?, ?)`, id, v, doc); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE threads SET version = ? WHERE id = ? AND version = ?`, v, id, cur.version)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return &ConflictError{Expected: cur.version, Current: -1}
+		}
+		return nil
+	})
+	if err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			s.Forget(id) // another writer bypassed the cache; rebuild on next read
+			return PatchResult{}, err
+		}
+		return PatchResult{}, fmt.Errorf("store patch of thread %s: %w", id, err)
+	}
+	since := cur.sinceSnap + 1
+	if snap {
+		since = 0
+	}
+	s.setCache(id, &cached{version: v, doc: doc, sinceSnap: since, metrics: cur.metrics})
+	s.mirror.event(ev)
+	s.mirrorState(id)
+	s.broker.notify(id)
+	return PatchResult{ThreadID: id, Version: v, StateRef: StateRef(v), EventID: ev.ID}, nil
+}
+
+// Versions implements Store.
+func (s *SQLite) Versions(ctx context.Context, id string, after, limit int) ([]Version, error) {
+	if _, err := s.latest(ctx, id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT version, patch, author, created_at, event_id FROM state_versions WHERE thread_id = ? AND version > ? ORDER BY version LIMIT ?`, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of thread %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []Version{}
+	for rows.Next() {
+		var v Version
+		var at string
+		var patch []byte
+		if err := rows.Scan(&v.Version, &patch, &v.Author, &at, &v.EventID); err != nil {
+			return nil, err
+		}
+		v.Patch, v.CreatedAt, v.StateRef = patch, parseTime(at), StateRef(v.Version)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// PutArtifact implements Store.
+func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams) (Artifact, error) {
+	if err := checkThreadID(id); err != nil {
+		return Artifact{}, err
+	}
+	if len(p.Content) > MaxArtifactSize {
+		return Artifact{}, &TooLargeError{What: "the artifact", Limit: MaxArtifactSize}
+	}
+	if len([]rune(p.Name)) > MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
+		return Artifact{}, badRequest("artifact name must be at most %d characters on one line", MaxNameLen)
+	}
+	if len([]rune(p.CreatedBy)) > MaxNameLen || len([]rune(p.Capability)) > MaxNameLen {
+		return Artifact{}, badRequest("created_by and capability must be at most %d characters", MaxNameLen)
+	}
+	typ := p.Type
+	if typ == "" {
+		typ = DetectType(p.Name, p.Content)
+	} else if !ValidType(typ) {
+		return Artifact{}, badRequest("unknown artifact type %q; use one of %s", typ, strings.Join(ArtifactTypes, ", "))
+	}
+	refs := p.SourceRefs
+	if refs == nil {
+		refs = []string{}
+	}
+	for _, r := range refs {
+		if !ValidRef(r) {
+			return Artifact{}, badRequest("source ref %q is not an artifact ref", r)
+		}
+	}
+	sum := sha256.Sum256(p.Content)
+	a := Artifact{ThreadID: id, Type: typ, Mime: MimeFor(typ, p.Content), Name: p.Name, Size: int64(len(p.Content)),
+		Hash: hex.EncodeToString(sum[:]), Preview: MakePreview(typ, p.Content),
+		Provenance: Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
+	srcRefs, _ := json.Marshal(refs)
+
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var exists int
+	if err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&exists); err != nil {
+		return Artifact{}, fmt.Errorf("read thread %s: %w", id, err)
+	}
+	if exists == 0 {
+		return Artifact{}, &NotFoundError{What: "thread", ID: id}
+	}
+	if old, err := scanArtifact(s.w.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = ? AND hash = ?`, id, a.Hash)); err == nil {
+		old.Deduplicated = true
+		return old, nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return Artifact{}, fmt.Errorf("look up artifact hash: %w", err)
+	}
+	at := s.stamp()
+	a.Ref, a.CreatedAt, a.Provenance.CreatedAt = NewRef(at.Time), at, at
+	data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
+	var ev Event
+	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String())
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_content(ref, content) VALUES (?, ?)`, a.Ref, p.Content); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
+			return err
+		}
+		if ev, err = insertEvent(ctx, tx, id, EventArtifactStored, at, data); err != nil {
+			return err
+		}
+		for _, h := range s.hooks {
+			if err := h(ctx, tx, a, p.Content); err != nil {
+				return fmt.Errorf("artifact hook: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Artifact{}, fmt.Errorf("store artifact in thread %s: %w", id, err)
+	}
+	s.mirror.artifact(a, p.Content)
+	s.mirror.event(ev)
+	s.broker.notify(id)
+	return a, nil
+}
+
+const artifactCols = `ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at`
+
+func scanArtifact(r scanner) (Artifact, error) {
+	var a Artifact
+	var refs, at string
+	err := r.Scan(&a.Ref, &a.ThreadID, &a.Type, &a.Mime, &a.Name, &a.Size, &a.Hash, &a.Preview.Text, &a.Preview.LineCount, &a.Preview.Truncated,
+		&a.Provenance.CreatedBy, &a.Provenance.Capability, &refs, &at)
+	if err != nil {
+		return a, err
+	}
+	a.Preview.Size = a.Size
+	a.CreatedAt = parseTime(at)
+	a.Provenance.CreatedAt = a.CreatedAt
+	if json.Unmarshal([]byte(refs), &a.Provenance.SourceRefs) != nil || a.Provenance.SourceRefs == nil {
+		a.Provenance.SourceRefs = []string{}
+	}
+	return a, nil
+}
+
+func (s *SQLite) threadExists(ctx context.Context, id string) error {
+	if err := checkThreadID(id); err != nil {
+		return err
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
+		return fmt.Errorf("read thread %s: %w", id, err)
+	}
+	if n == 0 {
+		return &NotFoundError{What: "thread", ID: id}
+	}
+	return nil
+}
+
+// GetArtifact implements Store.
+func (s *SQLite) GetArtifact(ctx context.Context, id, ref string) (Artifact, error) {
+	if err := s.threadExists(ctx, id); err != nil {
+		return Artifact{}, err
+	}
+	if !ValidRef(ref) {
+		return Artifact{}, badRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
+	}
+	a, err := scanArtifact(s.r.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Artifact{}, &NotFoundError{What: "artifact", ID: ref}
+	}
+	if err != nil {
+		return Artifact{}, fmt.Errorf("read artifact %s: %w", ref, err)
+	}
+	return a, nil
+}
+
+// ArtifactContent implements Store.
+func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (Artifact, []byte, error) {
+	a, err := s.GetArtifact(ctx, id, ref)
+	if err != nil {
+		return a, nil, err
+	}
+	var b []byte
+	if err := s.r.QueryRowContext(ctx, `SELECT content FROM artifact_content WHERE ref = ?`, ref).Scan(&b); err != nil {
+		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+	}
+	return a, b, nil
+}
+
+// ListArtifacts implements Store.
+func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt ListArtifactsOptions) ([]Artifact, error) {
+	if err := s.threadExists(ctx, id); err != nil {
+		return nil, err
+	}
+	if opt.Type != "" && !ValidType(opt.Type) {
+		return nil, badRequest("unknown artifact type %q; use one of %s", opt.Type, strings.Join(ArtifactTypes, ", "))
+	}
+	if opt.After != "" && !ValidRef(opt.After) {
+		return nil, badRequest("after=%q is not an artifact ref", opt.After)
+	}
+	if opt.Limit <= 0 {
+		opt.Limit = 100
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = ? AND ref > ? AND (? = '' OR type = ?) ORDER BY ref LIMIT ?`,
+		id, opt.After, opt.Type, opt.Type, opt.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list artifacts: %w", err)
+	}
+	defer rows.Close()
+	out := []Artifact{}
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// AppendEvent implements Store.
+func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (Event, error) {
+	if err := checkThreadID(id); err != nil {
+		return Event{}, err
+	}
+	if typ == "" || len(typ) > 100 {
+		return Event{}, badRequest("event type must be 1..100 characters")
+	}
+	var b []byte
+	switch d := data.(type) {
+	case json.RawMessage:
+		b = d
+	case []byte:
+		b = d
+	default:
+		var err error
+		if b, err = json.Marshal(data); err != nil {
+			return Event{}, fmt.Errorf("encode event data: %w", err)
+		}
+	}
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	if !json.Valid(b) {
+		return Event{}, badRequest("event data is not valid JSON")
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var ev Event
+	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return &NotFoundError{What: "thread", ID: id}
+		}
+		var err error
+		ev, err = insertEvent(ctx, tx, id, typ, s.stamp(), b)
+		return err
+	})
+	if err != nil {
+		if IsNotFound(err) {
+			return Event{}, err
+		}
+		return Event{}, fmt.Errorf("append event to thread %s: %w", id, err)
+	}
+	s.mirror.event(ev)
+	s.broker.notify(id)
+	return ev, nil
+}
+
+// Events implements Store.
+func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) ([]Event, error) {
+	if err := checkThreadID(id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, type, at, data FROM events WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?`, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		var e Event
+		var at string
+		var data []byte
+		if err := rows.Scan(&e.ID, &e.Type, &at, &data); err != nil {
+			return nil, err
+		}
+		e.ThreadID, e.At, e.Data = id, parseTime(at), data
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		if err := s.threadExists(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Subscribe implements Store.
+func (s *SQLite) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.subscribe(id) }
+
+// AddMetrics implements Store.
+func (s *SQLite) AddMetrics(ctx context.Context, id string, m Metrics) error {
+	if err := checkThreadID(id); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var cur Metrics
+	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE threads SET cache_hits = cache_hits + ?, tokens_avoided = tokens_avoided + ? WHERE id = ? RETURNING cache_hits, tokens_avoided`,
+			m.CacheHits, m.TokensAvoided, id).Scan(&cur.CacheHits, &cur.TokensAvoided)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &NotFoundError{What: "thread", ID: id}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.cmu.Lock()
+	if c := s.cache[id]; c != nil {
+		n := &cached{version: c.version, doc: c.doc, sinceSnap: c.sinceSnap, metrics: cur}
+		s.cache[id] = n
+	}
+	s.cmu.Unlock()
+	return nil
+}
+
+// Stats implements Store.
+func (s *SQLite) Stats(ctx context.Context) (StoreStats, error) {
+	st := StoreStats{Path: s.path}
+	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM artifacts), (SELECT coalesce(max(id), 0) FROM events)`).Scan(&st.Threads, &st.Artifacts, &st.Events)
+	if err != nil {
+		return st, fmt.Errorf("read store stats: %w", err)
+	}
+	for _, suf := range []string{"", "-wal", "-shm"} {
+		if fi, err := os.Stat(s.path + suf); err == nil {
+			st.Bytes += fi.Size()
+		}
+	}
+	return st, nil
+}
+
+// Check implements Store: PRAGMA integrity_check must say ok.
+func (s *SQLite) Check(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	defer rows.Close()
+	var msgs []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return err
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(msgs) != 1 || msgs[0] != "ok" {
+		return fmt.Errorf("integrity check of %s failed: %s", s.path, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+var _ Store = (*SQLite)(nil)
