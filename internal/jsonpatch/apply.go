@@ -23,7 +23,7 @@ type Patch []Operation
 func DecodePatch(patch []byte) (Patch, error) {
 	v, err := Decode(patch)
 	if err != nil {
-		return nil, &Error{Op: -1, Reason: "patch is not valid JSON: " + err.Error(), Kind: KindInvalidPatch}
+		return nil, &Error{Op: -1, Reason: "cannot read the patch: " + err.Error(), Kind: KindInvalidPatch}
 	}
 	arr, ok := v.([]any)
 	if !ok {
@@ -113,7 +113,7 @@ func Apply(doc []byte, patch []byte) ([]byte, error) {
 	}
 	v, err := Decode(doc)
 	if err != nil {
-		return nil, &Error{Op: -1, Reason: "document is not valid JSON: " + err.Error(), Kind: KindInvalidDocument}
+		return nil, &Error{Op: -1, Reason: "cannot read the document: " + err.Error(), Kind: KindInvalidDocument}
 	}
 	if v, err = ops.ApplyTo(v); err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func applyOp(root any, op Operation) (any, error) {
 			switch c := parent.(type) {
 			case *Object:
 				if !c.Has(last) {
-					return nil, fmt.Errorf("no member %q to replace", last)
+					return nil, fmt.Errorf("no member %q", last)
 				}
 				c.Set(last, DeepCopy(op.Value))
 				return c, nil
@@ -294,7 +294,7 @@ func remove(root any, path Pointer) (any, any, error) {
 		case *Object:
 			v, ok := c.Get(last)
 			if !ok {
-				return nil, fmt.Errorf("no member %q to remove", last)
+				return nil, fmt.Errorf("no member %q", last)
 			}
 			removed = v
 			c.Delete(last)

@@ -9,25 +9,36 @@ import (
 	"testing"
 )
 
-// corpusDir finds shared/corpus/json-patch next to the repository root.
-func corpusDir(t testing.TB) string {
-	t.Helper()
+// findCorpus walks up from the working directory to shared/corpus/json-patch, which sits
+// next to the repository root.
+func findCorpus() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return "", false
 	}
 	for {
 		p := filepath.Join(dir, "shared", "corpus", "json-patch")
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
+			return p, true
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("corpus not found: shared/corpus/json-patch beside the repository")
+			return "", false
 		}
 		dir = parent
 	}
 }
+
+func corpusDir(t testing.TB) string {
+	t.Helper()
+	dir, ok := findCorpus()
+	if !ok {
+		t.Skip("corpus not found: shared/corpus/json-patch beside the repository")
+	}
+	return dir
+}
+
+func readFile(dir, name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
 
 type corpusCase struct {
 	Comment  string          `json:"comment"`
@@ -137,8 +148,8 @@ func TestRFC6901Examples(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ex struct {
-		Doc  json.RawMessage `json:"doc"`
-		S5   []struct {
+		Doc json.RawMessage `json:"doc"`
+		S5  []struct {
 			Pointer  string          `json:"pointer"`
 			Expected json.RawMessage `json:"expected"`
 		} `json:"section5_json_string_representation"`

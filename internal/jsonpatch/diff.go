@@ -8,11 +8,11 @@ import "strconv"
 func Diff(a, b []byte) ([]byte, error) {
 	va, err := Decode(a)
 	if err != nil {
-		return nil, &Error{Op: -1, Reason: "first document is not valid JSON: " + err.Error(), Kind: KindInvalidDocument}
+		return nil, &Error{Op: -1, Reason: "cannot read the first document: " + err.Error(), Kind: KindInvalidDocument}
 	}
 	vb, err := Decode(b)
 	if err != nil {
-		return nil, &Error{Op: -1, Reason: "second document is not valid JSON: " + err.Error(), Kind: KindInvalidDocument}
+		return nil, &Error{Op: -1, Reason: "cannot read the second document: " + err.Error(), Kind: KindInvalidDocument}
 	}
 	return DiffValues(va, vb).Encode()
 }

@@ -153,13 +153,16 @@ func arrayIndex(tok string, n int, forInsert bool) (int, error) {
 		}
 		return 0, fmt.Errorf(`index "-" (past the end of the array) names no element`)
 	}
-	if tok == "" || (len(tok) > 1 && tok[0] == '0') {
-		return 0, fmt.Errorf("invalid array index %q (want 0 or a number without leading zeros)", tok)
-	}
+	bad := tok == "" || (len(tok) > 1 && tok[0] == '0')
 	for i := 0; i < len(tok); i++ {
-		if tok[i] < '0' || tok[i] > '9' {
-			return 0, fmt.Errorf("invalid array index %q (want 0 or a number without leading zeros)", tok)
+		bad = bad || tok[i] < '0' || tok[i] > '9'
+	}
+	if bad {
+		want := "0 or a number without leading zeros"
+		if forInsert {
+			want += `, or "-" to append`
 		}
+		return 0, fmt.Errorf("%q is not an array index (want %s)", tok, want)
 	}
 	idx, err := strconv.Atoi(tok)
 	max := n - 1
