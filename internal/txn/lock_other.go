@@ -1,0 +1,15 @@
+//go:build !unix
+
+package txn
+
+import (
+	"errors"
+	"os"
+)
+
+var errLocked = errors.New("locked")
+
+// Without flock the lock only guards this process; relay supports Unix-like
+// systems for concurrent use.
+func flock(*os.File) error   { return nil }
+func funlock(*os.File) error { return nil }

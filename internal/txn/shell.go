@@ -1,0 +1,35 @@
+package txn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/relaydev/relay/internal/run"
+)
+
+// ShellRunner runs script with sh -c in dir through relay's subprocess seam.
+func ShellRunner(ctx context.Context, dir, script string) (CommandResult, error) {
+	var out, errOut bytes.Buffer
+	c := run.Shell(ctx, dir, script)
+	c.Stdout, c.Stderr = &out, &errOut
+	err := c.Run()
+	res := CommandResult{Stdout: out.String(), Stderr: errOut.String()}
+	var exitErr *run.ExitError
+	if errors.As(err, &exitErr) && exitErr.Code >= 0 && ctx.Err() == nil {
+		res.ExitCode = exitErr.Code
+		return res, nil
+	}
+	return res, err
+}
+
+// gitRunner runs git in dir and returns its stdout.
+func gitRunner(ctx context.Context, dir string, stdin []byte, args ...string) (string, error) {
+	c := run.Command(ctx, "git", args...)
+	c.Dir = dir
+	if stdin != nil {
+		c.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := c.Output()
+	return string(out), err
+}
