@@ -81,6 +81,10 @@ type Registry struct {
 	artifacts ArtifactsFunc
 	now       func() time.Time
 
+	// OnCall, when set, runs after every successful call (hit or miss), e.g. to append a
+	// capability.invoked event and bump the thread's header metrics.
+	OnCall func(ctx context.Context, inv *Invocation) error
+
 	mu          sync.Mutex
 	caps        map[string]*entry
 	flights     map[string]*flight
@@ -296,6 +300,9 @@ func (r *Registry) record(ctx context.Context, inv *Invocation, canon []byte) er
 	})
 	if err != nil {
 		return fmt.Errorf("record capability call: %w", err)
+	}
+	if r.OnCall != nil {
+		return r.OnCall(ctx, inv)
 	}
 	return nil
 }

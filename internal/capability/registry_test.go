@@ -169,12 +169,27 @@ func openTestDB(t *testing.T) *sql.DB {
 
 func TestCacheMem(t *testing.T) { testCache(t, NewMemStore()) }
 
-func TestCacheSQL(t *testing.T) {
-	s, err := NewSQLStore(context.Background(), openTestDB(t))
+type testDB struct{ db *sql.DB }
+
+func (d testDB) ReadDB() *sql.DB { return d.db }
+func (d testDB) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func TestCacheSQL(t *testing.T) {
+	db := openTestDB(t)
+	if _, err := db.Exec(Schema); err != nil {
 		t.Fatal(err)
 	}
-	testCache(t, s)
+	testCache(t, NewSQLStore(testDB{db}))
 }
 
 func TestConcurrentDuplicatesRunOnce(t *testing.T) {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // CachedResult is one cache entry.
@@ -103,6 +104,8 @@ func (m *MemStore) Calls(_ context.Context, threadID string) ([]Call, error) {
 	return out, nil
 }
 
+func init() { memory.RegisterMigration("0100_capability_cache_calls", Schema) }
+
 // Schema creates the SQLite tables the SQLStore uses. Safe to run repeatedly.
 const Schema = `
 CREATE TABLE IF NOT EXISTS cap_cache (
@@ -128,22 +131,25 @@ CREATE TABLE IF NOT EXISTS cap_calls (
 CREATE INDEX IF NOT EXISTS cap_calls_thread ON cap_calls(thread_id, id);
 `
 
-// SQLStore keeps the cache and call log in SQLite (relay.db).
-type SQLStore struct{ db *sql.DB }
-
-// NewSQLStore creates the tables if needed.
-func NewSQLStore(ctx context.Context, db *sql.DB) (*SQLStore, error) {
-	if _, err := db.ExecContext(ctx, Schema); err != nil {
-		return nil, fmt.Errorf("create capability tables: %w", err)
-	}
-	return &SQLStore{db: db}, nil
+// DB is the store's SQL access: a read pool and the single serialized writer
+// (memory.SQLite implements it).
+type DB interface {
+	ReadDB() *sql.DB
+	WriteTx(ctx context.Context, fn func(*sql.Tx) error) error
 }
+
+// SQLStore keeps the cache and call log in SQLite (relay.db); the tables come from Schema,
+// registered as a store migration.
+type SQLStore struct{ db DB }
+
+// NewSQLStore returns a Store over db; the tables must exist (see Schema).
+func NewSQLStore(db DB) *SQLStore { return &SQLStore{db: db} }
 
 func (s *SQLStore) CacheGet(ctx context.Context, key string, now time.Time) (*CachedResult, error) {
 	var c CachedResult
 	var exp int64
 	var prev []byte
-	err := s.db.QueryRowContext(ctx,
+	err := s.db.ReadDB().QueryRowContext(ctx,
 		`SELECT capability, thread_id, artifact_ref, preview, expires_at FROM cap_cache WHERE key = ? AND expires_at > ?`,
 		key, now.UnixNano()).Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp)
 	if err == sql.ErrNoRows {
@@ -158,30 +164,37 @@ func (s *SQLStore) CacheGet(ctx context.Context, key string, now time.Time) (*Ca
 }
 
 func (s *SQLStore) CachePut(ctx context.Context, key string, r CachedResult, now time.Time) error {
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO cap_cache(key, capability, thread_id, artifact_ref, preview, expires_at) VALUES(?,?,?,?,?,?)
-		 ON CONFLICT(key) DO UPDATE SET artifact_ref=excluded.artifact_ref, preview=excluded.preview, expires_at=excluded.expires_at`,
-		key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt.UnixNano())
-	if err != nil {
+	return s.db.WriteTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO cap_cache(key, capability, thread_id, artifact_ref, preview, expires_at) VALUES(?,?,?,?,?,?)
+			 ON CONFLICT(key) DO UPDATE SET artifact_ref=excluded.artifact_ref, preview=excluded.preview, expires_at=excluded.expires_at`,
+			key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt.UnixNano())
+		if err != nil {
+			return err
+		}
+		// Expired rows are dead weight; the size bound keeps the table from growing forever.
+		_, err = tx.ExecContext(ctx,
+			`DELETE FROM cap_cache WHERE expires_at <= ? OR key IN (
+				SELECT key FROM cap_cache ORDER BY expires_at DESC LIMIT -1 OFFSET ?)`,
+			now.UnixNano(), MaxCacheEntries)
 		return err
-	}
-	// Expired rows are dead weight; the size bound keeps the table from growing forever.
-	_, err = s.db.ExecContext(ctx,
-		`DELETE FROM cap_cache WHERE expires_at <= ? OR key IN (
-			SELECT key FROM cap_cache ORDER BY expires_at DESC LIMIT -1 OFFSET ?)`,
-		now.UnixNano(), MaxCacheEntries)
-	return err
+	})
 }
 
 func (s *SQLStore) RecordCall(ctx context.Context, c Call) error {
-	_, err := s.db.ExecContext(ctx,
+	return s.db.WriteTx(ctx, func(tx *sql.Tx) error { return InsertCall(ctx, tx, c) })
+}
+
+// InsertCall writes one call-log row inside tx (also used by bundle import).
+func InsertCall(ctx context.Context, tx *sql.Tx, c Call) error {
+	_, err := tx.ExecContext(ctx,
 		`INSERT INTO cap_calls(thread_id, capability, args, artifact_ref, cache_hit, preview_bytes, duration_ms, at) VALUES(?,?,?,?,?,?,?,?)`,
 		c.ThreadID, c.Capability, []byte(c.Args), c.ArtifactRef, c.CacheHit, c.PreviewBytes, c.DurationMS, c.At.UnixNano())
 	return err
 }
 
 func (s *SQLStore) Calls(ctx context.Context, threadID string) ([]Call, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.db.ReadDB().QueryContext(ctx,
 		`SELECT thread_id, capability, args, artifact_ref, cache_hit, preview_bytes, duration_ms, at FROM cap_calls WHERE thread_id = ? ORDER BY id`, threadID)
 	if err != nil {
 		return nil, err
@@ -202,12 +215,3 @@ func (s *SQLStore) Calls(ctx context.Context, threadID string) ([]Call, error) {
 	return out, rows.Err()
 }
 
-// ImportCalls appends calls verbatim (used by bundle import).
-func (s *SQLStore) ImportCalls(ctx context.Context, calls []Call) error {
-	for _, c := range calls {
-		if err := s.RecordCall(ctx, c); err != nil {
-			return err
-		}
-	}
-	return nil
-}

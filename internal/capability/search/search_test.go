@@ -1,0 +1,186 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/plugin"
+	_ "modernc.org/sqlite"
+)
+
+func openStore(t testing.TB) *memory.SQLite {
+	t.Helper()
+	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newThread(t testing.TB, st memory.Store) string {
+	t.Helper()
+	th, err := st.CreateThread(context.Background(), memory.CreateThreadParams{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th.ID
+}
+
+func put(t testing.TB, st memory.Store, tid, name, typ, body string) string {
+	t.Helper()
+	a, err := st.PutArtifact(context.Background(), tid, memory.PutArtifactParams{Name: name, Type: typ, Content: []byte(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Ref
+}
+
+func refs(hits []Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+func TestSearch(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	other := newThread(t, st)
+	put(t, st, tid, "notes.md", "markdown", "# My Notes\nHello, relay. The daemon keeps memory.")
+	put(t, st, tid, "deploy.txt", "text", "Deployment checklist: run migrations, then restart the relay daemon. relay relay relay.")
+	put(t, st, tid, "page.html", "html", "<html><body><p>Relational <b>databases</b> store rows</p><script>hello()</script></body></html>")
+	put(t, st, tid, "data.json", "json", `{"greeting":"hello world","lang":"en"}`)
+	put(t, st, other, "secret.md", "markdown", "hello from another thread")
+	db := st.ReadDB()
+
+	tests := []struct {
+		name  string
+		q     Query
+		want  []string
+		match bool // only check set equality
+	}{
+		{name: "word", q: Query{Query: "hello"}, want: []string{"notes.md", "data.json"}, match: true},
+		{name: "and", q: Query{Query: "hello relay"}, want: []string{"notes.md"}},
+		{name: "bm25 order", q: Query{Query: "relay"}, want: []string{"deploy.txt", "notes.md"}},
+		{name: "prefix", q: Query{Query: "rel*"}, want: []string{"deploy.txt", "notes.md", "page.html"}, match: true},
+		{name: "phrase", q: Query{Query: `"hello world"`}, want: []string{"data.json"}},
+		{name: "phrase order matters", q: Query{Query: `"world hello"`}, want: nil},
+		{name: "or", q: Query{Query: "databases OR greeting"}, want: []string{"page.html", "data.json"}, match: true},
+		{name: "type filter", q: Query{Query: "hello", Types: []string{"json"}}, want: []string{"data.json"}},
+		{name: "html tags and scripts not indexed", q: Query{Query: "script OR hello", Types: []string{"html"}}, want: nil},
+		{name: "stemming", q: Query{Query: "migration"}, want: []string{"deploy.txt"}},
+		{name: "name", q: Query{Query: "deploy"}, want: []string{"deploy.txt"}},
+		{name: "syntax chars are text", q: Query{Query: `hello) AND (NEAR "`}, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits, err := Search(ctx, db, tid, tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := refs(hits)
+			if tt.match {
+				if len(got) != len(tt.want) {
+					t.Fatalf("got %v, want %v", got, tt.want)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(strings.Join(got, ","), w) {
+						t.Fatalf("got %v, want %v", got, tt.want)
+					}
+				}
+				return
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	hits, err := Search(ctx, db, tid, Query{Query: "hello relay"})
+	if err != nil || len(hits) != 1 {
+		t.Fatal(hits, err)
+	}
+	if !strings.Contains(hits[0].Snippet, "**Hello**") || !strings.Contains(hits[0].Snippet, "**relay**") {
+		t.Fatalf("snippet not highlighted: %q", hits[0].Snippet)
+	}
+	if hits[0].Score <= 0 {
+		t.Fatalf("score = %v, want > 0", hits[0].Score)
+	}
+	if _, err := Search(ctx, db, tid, Query{Query: `" " ***`}); err != ErrEmptyQuery {
+		t.Fatalf("empty query err = %v", err)
+	}
+}
+
+type storeArtifacts struct {
+	st  memory.Store
+	tid string
+}
+
+func (s storeArtifacts) PutArtifact(ctx context.Context, a plugin.NewArtifact) (string, error) {
+	art, err := s.st.PutArtifact(ctx, s.tid, memory.PutArtifactParams{Name: a.Name, Type: a.Type, Content: a.Content, Capability: Name})
+	return art.Ref, err
+}
+
+func TestCapabilityResultsNotReindexed(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	put(t, st, tid, "a.md", "markdown", "zebra crossing")
+	_, h := Capability(st.ReadDB())
+	for range 2 {
+		res, err := h(ctx, &plugin.InvokeRequest{ThreadID: tid, Args: json.RawMessage(`{"query":"zebra","limit":5}`), Artifacts: storeArtifacts{st, tid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			Count int `json:"count"`
+		}
+		if err := json.Unmarshal(res.Preview, &p); err != nil || p.Count != 1 {
+			t.Fatalf("preview %s (%v): want count 1 (results artifacts must not be indexed)", res.Preview, err)
+		}
+		_, content, err := st.ArtifactContent(ctx, tid, res.ArtifactRef)
+		if err != nil || !strings.Contains(string(content), "**zebra**") {
+			t.Fatalf("result artifact: %s %v", content, err)
+		}
+	}
+}
+
+func FuzzBuildMatch(f *testing.F) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(Schema); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, ref, thread_id, type) VALUES ('n','hello relay world','r','t','text')`); err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"hello", `"hello world"`, "rel*", "a OR b", `NEAR(a b)`, `a AND OR NOT ("`, "*", `"unterminated`, "col:val", "^start", "-x +y", "é ñ 中文"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		m, err := BuildMatch(q)
+		if err != nil {
+			return
+		}
+		rows, err := db.Query(`SELECT ref FROM artifact_fts WHERE artifact_fts MATCH ?`, m)
+		if err != nil {
+			t.Fatalf("BuildMatch(%q) = %q: FTS5 error %v", q, m, err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("BuildMatch(%q) = %q: FTS5 error %v", q, m, err)
+		}
+		rows.Close()
+	})
+}
