@@ -214,4 +214,3 @@ func (s *SQLStore) Calls(ctx context.Context, threadID string) ([]Call, error) {
 	}
 	return out, rows.Err()
 }
-
