@@ -1,0 +1,210 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    func(*Config)
+		wantErr string
+		warn    []string
+	}{
+		{name: "minimal gets defaults", in: `{"projectId":"a"}`, want: func(c *Config) {}},
+		{name: "nested", in: `{"projectId":"a","patch":{"approvalMode":"manual","approvalOnErrorCount":3,"fuzzyThreshold":0.8},"git":{"autoGitBranch":true,"gitBranchTemplate":"uuid"}}`,
+			want: func(c *Config) {
+				c.Patch.ApprovalMode, c.Patch.ApprovalOnErrorCount, c.Patch.FuzzyThreshold = "manual", 3, 0.8
+				c.Git.AutoGitBranch, c.Git.GitBranchTemplate = true, "uuid"
+			}},
+		{name: "flat approval yes", in: `{"projectId":"a","approval":"yes","clipboardPollInterval":100}`,
+			want: func(c *Config) { c.Watcher.ClipboardPollInterval = 100 }},
+		{name: "flat approval no", in: `{"projectId":"a","approval":"no","linter":"x","postCommand":"y"}`,
+			want: func(c *Config) { c.Patch.ApprovalMode, c.Patch.Linter, c.Patch.PostCommand = "manual", "x", "y" }},
+		{name: "nested wins over flat", in: `{"projectId":"a","approval":"no","patch":{"approvalMode":"auto"}}`,
+			want: func(c *Config) {}, warn: []string{"x.json: both approval and patch.approvalMode are set; using patch.approvalMode"}},
+		{name: "unknown key", in: `{"projectId":"a","watcher":{"pollInterval":5}}`, want: func(c *Config) {},
+			warn: []string{`x.json: unknown key "watcher.pollInterval" is ignored`}},
+		{name: "bad enum", in: `{"projectId":"a","patch":{"approvalMode":"sometimes"}}`, wantErr: `x.json: patch.approvalMode: "sometimes" is not one of auto, manual`},
+		{name: "float for int", in: `{"projectId":"a","approvalOnErrorCount":1.5}`, wantErr: `x.json: approvalOnErrorCount: 1.5 is not an integer`},
+		{name: "bool as string", in: `{"projectId":"a","core":{"watchConfig":"yes"}}`, wantErr: `x.json: core.watchConfig: "yes" is not true or false`},
+		{name: "threshold range", in: `{"projectId":"a","patch":{"fuzzyThreshold":1.5}}`, wantErr: `x.json: patch.fuzzyThreshold: 1.5 must be at most 1`},
+		{name: "section not object", in: `{"projectId":"a","git":[]}`, wantErr: `x.json: git: [] must be an object`},
+		{name: "empty projectId", in: `{"projectId":" "}`, wantErr: `x.json: projectId: " " must be a non-empty string`},
+		{name: "array top level", in: `[]`, wantErr: `x.json: not valid JSON: the top level must be a JSON object`},
+		{name: "null", in: `null`, wantErr: `x.json: (top level): null must be a JSON object`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, warnings, err := Parse("x.json", []byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Default("a")
+			tt.want(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+			for _, w := range tt.warn {
+				found := false
+				for _, g := range warnings {
+					found = found || strings.HasPrefix(g, w)
+				}
+				if !found {
+					t.Errorf("warnings %q lack %q", warnings, w)
+				}
+			}
+			if tt.warn == nil && len(warnings) > 0 {
+				t.Errorf("unexpected warnings %q", warnings)
+			}
+		})
+	}
+}
+
+func TestErrorIsTyped(t *testing.T) {
+	_, _, err := Parse("f.json", []byte(`{"projectId":"a","git":{"gitBranchTemplate":"x"}}`))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Path != "git.gitBranchTemplate" || ce.Value != `"x"` {
+		t.Fatalf("err = %#v", err)
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	cfg := Default("round")
+	cfg.Schema = SchemaRef
+	cfg.Patch.Linter = "go vet ./..."
+	data, err := Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, warnings, err := Parse("r.json", data)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("re-parse: %v %v", err, warnings)
+	}
+	if diff := cmp.Diff(cfg, got, cmpopts.IgnoreFields(Config{}, "File", "Dir")); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// TestSchemaAcceptsDefaults validates the written defaults against the
+// shipped schema and checks the schema rejects what Parse rejects.
+func TestSchemaAcceptsDefaults(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(Schema())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := Marshal(Default("x"))
+	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(data)))
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"projectId":"x","patch":{"approvalMode":"sometimes"}}`))
+	if sch.Validate(bad) == nil {
+		t.Error("schema accepts approvalMode sometimes")
+	}
+}
+
+func TestFindWalksUp(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(sub); !IsNotFound(err) {
+		t.Fatalf("Find in empty tree: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "relay.config.json"), []byte(`{"projectId":"legacy"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Load(sub)
+	if err != nil || cfg.ProjectID != "legacy" || cfg.Dir != root {
+		t.Fatalf("Load = %+v, %v", cfg, err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "relaycode.config.json"), []byte(`{"projectId":"new"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _, _ := Load(sub); cfg.ProjectID != "new" {
+		t.Errorf("relaycode.config.json should win, got %q", cfg.ProjectID)
+	}
+}
+
+func TestUserStore(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "relay")
+	created, err := EnsureHome(home)
+	if err != nil || !created {
+		t.Fatalf("EnsureHome = %v, %v", created, err)
+	}
+	st, err := os.Stat(UserFile(home))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("config.json mode: %v %v", st, err)
+	}
+	u, err := LoadUser(home)
+	if err != nil || u.Port != DefaultPort || len(u.Token) != len("relay_")+64 {
+		t.Fatalf("LoadUser = %+v, %v", u, err)
+	}
+	again, err := EnsureHome(home)
+	if err != nil || again {
+		t.Fatalf("second EnsureHome = %v, %v", again, err)
+	}
+	u2, _ := LoadUser(home)
+	if u2.Token != u.Token {
+		t.Error("token changed on second EnsureHome")
+	}
+	if err := os.WriteFile(UserFile(home), []byte(`{"port": 70000}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadUser(home); err == nil {
+		t.Error("port 70000 accepted")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"projectId":"a","patch":{"approvalMode":"manual"}}`))
+	f.Add([]byte(`{"projectId":"a","approval":"yes","clipboardPollInterval":1e3}`))
+	f.Add([]byte(`{"projectId":"a","watcher":{"clipboardPollInterval":99999999999999999999}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, _, err := Parse("f.json", data)
+		if err != nil {
+			return
+		}
+		// Anything accepted must re-marshal and re-parse to the same config.
+		out, err := Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(out) {
+			t.Fatal("Marshal produced invalid JSON")
+		}
+		again, _, err := Parse("f.json", out)
+		if err != nil {
+			t.Fatalf("re-parse of accepted config: %v\n%s", err, out)
+		}
+		if diff := cmp.Diff(cfg, again); diff != "" {
+			t.Fatalf("round trip changed the config:\n%s", diff)
+		}
+	})
+}
