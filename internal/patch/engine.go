@@ -1,0 +1,636 @@
+package patch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// edit is one block or hunk reduced to "these old lines become these new lines".
+type edit struct {
+	idx      int // 1-based block number for messages
+	old, new []string
+	hint     int // 0-based line hint into the original, -1 for none
+	hintEnd  int // 0-based last line of an explicit range, -1 for none
+	insertAt int // for an empty old: 0-based insertion line, -1 for none
+	eof      bool
+	anchors  []string // apply-patch `@@ context` lines that must precede the match, in order
+	hunk     []hline
+	split    bool // a unified hunk may be split into parts when it fails whole
+}
+
+// hline is one line of a unified-style hunk.
+type hline struct {
+	op   byte // ' ', '-', '+'
+	text string
+}
+
+// placed is an edit located in the file, with its final replacement lines.
+type placed struct {
+	idx        int
+	start, n   int      // region of the file replaced
+	repl       []string // replacement text
+	replEol    []string // per replacement line ending, "" for the dominant one
+	lv         level
+	sim        float64
+	line       int // 1-based line reported to the user
+	method     string
+	already    bool
+	seqOnly    bool // located against content changed by earlier blocks
+	order      int
+	coreStart  int
+	coreN      int
+	coreRepl   []string
+	coreEols   []string
+	parts      int
+	partsOrder int
+}
+
+type engine struct {
+	s       Strategy
+	d       doc
+	opts    Options
+	ordered bool // apply-patch: chunks in file order after a cursor
+	seqOK   bool // multi-search-replace: a failed block may match text made by earlier blocks
+	newUni  bool // no trusted line numbers
+	order   int  // placement counter: insertions at one line keep block order
+}
+
+func (en *engine) run(edits []edit) (Result, error) {
+	ix := newIndex(en.d.lines)
+	var ok []placed
+	var fails []BlockFailure
+	var retry []edit
+	cursor, drift, prevEnd := 0, 0, -1
+	for _, e := range edits {
+		ps, f := en.place(ix, e, cursor, drift, prevEnd)
+		if f != nil {
+			if en.seqOK && !f.AlreadyApplied {
+				retry = append(retry, e)
+				continue
+			}
+			fails = append(fails, *f)
+			continue
+		}
+		for _, p := range ps {
+			if !p.already {
+				cursor = max(cursor, p.start+p.n)
+				prevEnd = p.start + p.n
+				if e.hint >= 0 && len(ps) == 1 {
+					drift = p.start - e.hint
+				}
+			}
+		}
+		ok = append(ok, ps...)
+	}
+	// Overlapping blocks cannot both apply to the original; with sequential
+	// semantics the later one is searched again after the earlier ones applied.
+	ok, overl := dropOverlaps(ok)
+	if len(overl) > 0 {
+		if en.seqOK {
+			byIdx := map[int]edit{}
+			for _, e := range edits {
+				byIdx[e.idx] = e
+			}
+			for _, i := range overl {
+				retry = append(retry, byIdx[i])
+			}
+			sort.Slice(retry, func(a, b int) bool { return retry[a].idx < retry[b].idx })
+		} else {
+			for _, i := range overl {
+				fails = append(fails, BlockFailure{Index: i, Reason: "overlaps an earlier " + en.unit() + "; merge them into one"})
+			}
+		}
+	}
+	lines, eols := en.d.lines, en.d.eols
+	var results []BlockResult
+	if len(retry) > 0 {
+		lines, eols = splice(lines, eols, ok)
+		for _, e := range retry {
+			cur := en.d
+			cur.lines, cur.eols = lines, eols
+			sub := &engine{s: en.s, d: cur, opts: en.opts}
+			// Shift the hint by what earlier blocks added above it.
+			if e.hint >= 0 {
+				for _, p := range ok {
+					if p.start+p.n <= e.hint && !p.already {
+						e.hint += len(p.repl) - p.n
+					}
+				}
+			}
+			ps, f := sub.place(newIndex(lines), e, 0, 0, -1)
+			if f != nil {
+				fails = append(fails, *f)
+				continue
+			}
+			lines, eols = splice(lines, eols, ps)
+			for _, p := range ps {
+				results = append(results, p.result())
+			}
+		}
+	} else {
+		lines, eols = splice(lines, eols, ok)
+	}
+	for _, p := range ok {
+		results = append(results, p.result())
+	}
+	sort.SliceStable(results, func(a, b int) bool { return results[a].Index < results[b].Index })
+	total := len(edits)
+	if len(fails) > 0 {
+		sort.SliceStable(fails, func(a, b int) bool { return fails[a].Index < fails[b].Index })
+		all := true
+		for _, f := range fails {
+			all = all && f.AlreadyApplied
+		}
+		if all && len(results) == 0 {
+			return Result{}, &ApplyError{Strategy: en.s, Total: total, Failures: fails, AlreadyApplied: true}
+		}
+		var real []BlockFailure
+		for _, f := range fails {
+			if f.AlreadyApplied {
+				results = append(results, BlockResult{Index: f.Index, Status: "already-applied", Line: f.ClosestLine, Method: "exact", Similarity: 1})
+				continue
+			}
+			real = append(real, f)
+		}
+		if len(real) > 0 {
+			return Result{}, &ApplyError{Strategy: en.s, Total: total, Failures: real}
+		}
+		sort.SliceStable(results, func(a, b int) bool { return results[a].Index < results[b].Index })
+	}
+	allAlready := len(results) > 0
+	for _, r := range results {
+		allAlready = allAlready && r.Status == "already-applied"
+	}
+	if allAlready {
+		var fs []BlockFailure
+		for _, r := range results {
+			fs = append(fs, BlockFailure{Index: r.Index, Reason: "already applied", ClosestLine: r.Line, Similarity: 1, AlreadyApplied: true})
+		}
+		return Result{}, &ApplyError{Strategy: en.s, Total: total, Failures: fs, AlreadyApplied: true}
+	}
+	return Result{Content: en.d.render(lines, eols), Strategy: en.s, Blocks: results}, nil
+}
+
+func (p placed) result() BlockResult {
+	st := "applied"
+	if p.already {
+		st = "already-applied"
+	}
+	return BlockResult{Index: p.idx, Status: st, Line: p.line, Method: p.method, Similarity: round3(p.sim)}
+}
+
+func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+
+func (en *engine) unit() string {
+	return (&ApplyError{Strategy: en.s}).unit()
+}
+
+// dropOverlaps keeps edits in block order and returns the indexes of those that overlap an earlier one.
+func dropOverlaps(ps []placed) ([]placed, []int) {
+	var keep []placed
+	var bad []int
+	badIdx := map[int]bool{}
+	for _, p := range ps {
+		if p.already {
+			keep = append(keep, p)
+			continue
+		}
+		clash := false
+		for _, k := range keep {
+			if k.already || k.idx == p.idx {
+				continue
+			}
+			if p.coreStart < k.coreStart+k.coreN && k.coreStart < p.coreStart+p.coreN {
+				clash = true
+				break
+			}
+			if p.coreN == 0 && k.coreN == 0 && p.coreStart == k.coreStart {
+				continue // two insertions at one spot keep block order
+			}
+		}
+		if clash || badIdx[p.idx] {
+			if !badIdx[p.idx] {
+				bad = append(bad, p.idx)
+				badIdx[p.idx] = true
+			}
+			continue
+		}
+		keep = append(keep, p)
+	}
+	// Parts of a split hunk are all-or-nothing.
+	if len(badIdx) > 0 {
+		var k2 []placed
+		for _, p := range keep {
+			if !badIdx[p.idx] {
+				k2 = append(k2, p)
+			}
+		}
+		keep = k2
+	}
+	return keep, bad
+}
+
+// splice applies non-overlapping placed edits to lines.
+func splice(lines, eols []string, ps []placed) ([]string, []string) {
+	var act []placed
+	for _, p := range ps {
+		if !p.already {
+			act = append(act, p)
+		}
+	}
+	if len(act) == 0 {
+		return lines, eols
+	}
+	sort.SliceStable(act, func(a, b int) bool {
+		if act[a].coreStart != act[b].coreStart {
+			return act[a].coreStart < act[b].coreStart
+		}
+		return act[a].order < act[b].order
+	})
+	out := make([]string, 0, len(lines)+16)
+	oe := make([]string, 0, len(lines)+16)
+	at := 0
+	for _, p := range act {
+		out = append(out, lines[at:p.coreStart]...)
+		oe = append(oe, eols[at:p.coreStart]...)
+		out = append(out, p.coreRepl...)
+		oe = append(oe, p.coreEols...)
+		at = p.coreStart + p.coreN
+	}
+	out = append(out, lines[at:]...)
+	oe = append(oe, eols[at:]...)
+	return out, oe
+}
+
+// place locates one edit; on failure it returns a BlockFailure that explains why.
+func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed, *BlockFailure) {
+	q := query{hint: -1, lo: 0, hi: -1, preferFrom: -1, threshold: en.opts.threshold(), eof: e.eof}
+	if e.hint >= 0 {
+		q.hint = e.hint + drift
+		if e.hintEnd >= 0 {
+			q.hint = e.hint
+		}
+	}
+	if en.newUni {
+		q.preferFrom = prevEnd
+	}
+	if en.ordered {
+		q.firstAfter, q.after = true, cursor
+		for _, an := range e.anchors {
+			a := findAnchor(ix, an, q.after)
+			if a < 0 {
+				return nil, &BlockFailure{Index: e.idx, Reason: fmt.Sprintf("context line %q (after @@) not found", clip(an))}
+			}
+			q.after = a + 1
+		}
+	}
+	n := len(ix.lines)
+	// Pure insertions: no old lines to search for.
+	if len(e.old) == 0 {
+		return en.insert(ix, e, q)
+	}
+	// Explicit line range (multi-search-replace :start_line:/:end_line:): try the exact range first.
+	if e.hint >= 0 && e.hintEnd >= 0 {
+		rq := q
+		rq.lo, rq.hi = e.hint, max(e.hint, e.hintEnd-len(e.old)+1)
+		if mt, ms := ix.find(e.old, rq); ms == nil {
+			return en.finish(ix, e, mt)
+		}
+	}
+	mt, ms := ix.find(e.old, q)
+	if ms == nil {
+		return en.finish(ix, e, mt)
+	}
+	if len(ms.ambiguous) > 0 {
+		return nil, &BlockFailure{Index: e.idx, Reason: ambiguousReason(en.s, ms.ambiguous)}
+	}
+	if f := en.already(ix, e, q); f != nil {
+		return nil, f
+	}
+	if e.split && len(e.hunk) > 0 {
+		if ps := en.splitHunk(ix, e, q); ps != nil {
+			return ps, nil
+		}
+	}
+	f := &BlockFailure{Index: e.idx, Reason: en.notFound()}
+	if ms.closest >= 0 {
+		f.ClosestLine = ms.closest + 1
+		f.Similarity = round3(ms.sim)
+		f.Diff = ms.diff
+		if ms.vetoed != "" && ms.sim >= q.threshold {
+			f.Reason += " (the closest match differs in substance: " + ms.vetoed + ")"
+		} else if ms.sim >= q.threshold {
+			f.Reason += ""
+		}
+	} else if n > 0 {
+		f.Reason += "; no similar lines in the file"
+	}
+	return nil, f
+}
+
+func (en *engine) notFound() string {
+	switch en.s {
+	case MultiSearchReplace:
+		return "SEARCH not found"
+	}
+	return "context and removed lines not found"
+}
+
+func ambiguousReason(s Strategy, at []int) string {
+	ls := make([]string, 0, len(at))
+	for i, a := range at {
+		if i == 5 {
+			ls = append(ls, "…")
+			break
+		}
+		ls = append(ls, fmt.Sprint(a+1))
+	}
+	what := "SEARCH"
+	if s != MultiSearchReplace {
+		what = "hunk"
+	}
+	return fmt.Sprintf("%s matches %d places (lines %s); add surrounding lines or a line number so it matches one", what, len(at), strings.Join(ls, ", "))
+}
+
+func findAnchor(ix *index, anchor string, from int) int {
+	k := strings.TrimSpace(anchor)
+	for _, p := range ix.trim[k] {
+		if p >= from {
+			return p
+		}
+	}
+	// LLMs often give only the start of the line (e.g. a function signature).
+	for i := from; i < len(ix.lines); i++ {
+		if k != "" && strings.HasPrefix(ix.keys[i], k) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (en *engine) insert(ix *index, e edit, q query) ([]placed, *BlockFailure) {
+	n := len(ix.lines)
+	at := -1
+	switch {
+	case n == 0:
+		at = 0
+	case e.insertAt >= 0:
+		at = min(e.insertAt, n)
+	case en.ordered && len(e.anchors) > 0:
+		at = q.after
+	case en.ordered || e.eof:
+		at = n
+	}
+	if at < 0 {
+		reason := "empty SEARCH needs a :start_line: to say where to insert"
+		if en.s != MultiSearchReplace {
+			reason = "hunk has no context or removed lines; add a few unchanged lines around it so relay can place it"
+		}
+		return nil, &BlockFailure{Index: e.idx, Reason: reason}
+	}
+	// Inserting the same lines again at the same spot is a repeat, not a change.
+	if n > 0 && len(e.new) > 0 && at-len(e.new) >= 0 && equalLines(ix.lines[at-len(e.new):at], e.new) {
+		return []placed{{idx: e.idx, already: true, line: at - len(e.new) + 1, method: "exact", sim: 1}}, nil
+	}
+	method := "insert"
+	if n == 0 {
+		method = "create"
+	}
+	repl := append([]string(nil), e.new...)
+	if n > 0 && en.s == MultiSearchReplace {
+		repl = inferInsertIndent(ix.lines, at, repl)
+	}
+	en.order++
+	p := placed{idx: e.idx, start: at, n: 0, repl: repl, replEol: make([]string, len(repl)), lv: lvExact, sim: 1, line: at + 1, method: method, order: en.order}
+	p.coreStart, p.coreN, p.coreRepl, p.coreEols = at, 0, p.repl, p.replEol
+	return []placed{p}, nil
+}
+
+func equalLines(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if strings.TrimRight(a[i], " \t") != strings.TrimRight(b[i], " \t") {
+			return false
+		}
+	}
+	return true
+}
+
+// inferInsertIndent indents inserted lines that carry no indentation like their neighbours.
+func inferInsertIndent(lines []string, at int, repl []string) []string {
+	for _, r := range repl {
+		if !isBlank(r) && leadingWS(r) != "" {
+			return repl
+		}
+	}
+	ind := ""
+	prev := ""
+	for i := at - 1; i >= 0; i-- {
+		if !isBlank(lines[i]) {
+			prev = lines[i]
+			break
+		}
+	}
+	next := ""
+	for i := at; i < len(lines); i++ {
+		if !isBlank(lines[i]) {
+			next = lines[i]
+			break
+		}
+	}
+	switch {
+	case prev != "" && strings.ContainsAny(strings.TrimSpace(prev)[len(strings.TrimSpace(prev))-1:], "{[(:"):
+		unit := strings.Repeat(" ", indentUnit(lines))
+		if strings.Contains(leadingWS(prev), "\t") {
+			unit = "\t"
+		}
+		ind = leadingWS(prev) + unit
+	case next != "" && prev != "":
+		ind = leadingWS(next)
+		if len(leadingWS(prev)) > len(ind) {
+			ind = leadingWS(prev)
+		}
+	case prev != "":
+		ind = leadingWS(prev)
+	case next != "":
+		ind = leadingWS(next)
+	}
+	if ind == "" {
+		return repl
+	}
+	out := make([]string, len(repl))
+	for i, r := range repl {
+		if isBlank(r) {
+			out[i] = r
+		} else {
+			out[i] = ind + r
+		}
+	}
+	return out
+}
+
+// already reports a block whose new text is in the file while its old text is not.
+func (en *engine) already(ix *index, e edit, q query) *BlockFailure {
+	if len(e.new) == 0 || allBlank(e.new) {
+		return nil
+	}
+	q.noFuzzy = true
+	q.lo, q.hi = 0, -1
+	q.firstAfter = false
+	mt, ms := ix.find(e.new, q)
+	if ms != nil && len(ms.ambiguous) == 0 {
+		return nil
+	}
+	line := 0
+	if ms == nil {
+		line = mt.start + 1
+	} else {
+		line = ms.ambiguous[0] + 1
+	}
+	return &BlockFailure{Index: e.idx, Reason: "the change is already present", ClosestLine: line, Similarity: 1, AlreadyApplied: true}
+}
+
+func allBlank(ls []string) bool {
+	for _, l := range ls {
+		if !isBlank(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// finish builds the replacement for a located edit, or notices it was already applied.
+func (en *engine) finish(ix *index, e edit, mt match) ([]placed, *BlockFailure) {
+	// Old lines still present inside a copy of the new lines: applied before.
+	if len(e.new) > len(e.old) && containsRun(e.new, e.old) {
+		q := query{hint: mt.start, lo: 0, hi: -1, preferFrom: -1, noFuzzy: true}
+		if m2, ms := ix.find(e.new, q); ms == nil && m2.start <= mt.start && mt.start+len(e.old) <= m2.start+len(e.new) {
+			return []placed{{idx: e.idx, already: true, line: m2.start + 1, method: m2.lv.method(), sim: 1}}, nil
+		}
+	}
+	p := en.build(ix, e, mt)
+	return []placed{p}, nil
+}
+
+func containsRun(hay, needle []string) bool {
+	if len(needle) == 0 {
+		return true
+	}
+outer:
+	for i := 0; i+len(needle) <= len(hay); i++ {
+		for j := range needle {
+			if strings.TrimSpace(hay[i+j]) != strings.TrimSpace(needle[j]) {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func (en *engine) build(ix *index, e edit, mt match) placed {
+	s, m := mt.start, len(e.old)
+	file := ix.lines[s : s+m]
+	fileEols := en.d.eols[s : s+m]
+	mapping := lcsMap(e.old, e.new)
+	repl := make([]string, len(e.new))
+	eols := make([]string, len(e.new))
+	ref := firstNonBlank(e.old)
+	var pst style
+	if mt.lv >= lvIndent {
+		pst = detectStyle(append(append([]string(nil), e.old...), e.new...))
+	}
+	for j, nl := range e.new {
+		if i := mapping[j]; i >= 0 {
+			repl[j] = file[i]
+			eols[j] = fileEols[i]
+			ref = i
+			continue
+		}
+		if mt.lv >= lvIndent && ref >= 0 {
+			repl[j] = reindent(nl, leadingWS(e.old[ref]), leadingWS(file[ref]), pst, ix.style())
+		} else {
+			repl[j] = nl
+		}
+	}
+	en.order++
+	p := placed{idx: e.idx, start: s, n: m, repl: repl, replEol: eols, lv: mt.lv, sim: mt.sim, line: s + 1, method: mt.lv.method(), order: en.order}
+	// Shrink to the changed core so neighbouring hunks that share context do not clash.
+	cs, cn, cr, ce := s, m, repl, eols
+	for cn > 0 && len(cr) > 0 && cr[0] == ix.lines[cs] && (ce[0] == "" || ce[0] == en.d.eols[cs]) {
+		cs++
+		cn--
+		cr, ce = cr[1:], ce[1:]
+	}
+	for cn > 0 && len(cr) > 0 && cr[len(cr)-1] == ix.lines[cs+cn-1] && (ce[len(ce)-1] == "" || ce[len(ce)-1] == en.d.eols[cs+cn-1]) {
+		cn--
+		cr, ce = cr[:len(cr)-1], ce[:len(ce)-1]
+	}
+	// Keep the ending of a replaced last line (no final newline stays that way via render).
+	p.coreStart, p.coreN, p.coreRepl, p.coreEols = cs, cn, cr, ce
+	return p
+}
+
+func firstNonBlank(ls []string) int {
+	for i, l := range ls {
+		if !isBlank(l) {
+			return i
+		}
+	}
+	if len(ls) > 0 {
+		return 0
+	}
+	return -1
+}
+
+// lcsMap maps each new line to the old line it repeats unchanged, or -1.
+func lcsMap(old, nw []string) []int {
+	out := make([]int, len(nw))
+	for j := range out {
+		out[j] = -1
+	}
+	// Common prefix and suffix first; the LCS table only covers the middle.
+	p := 0
+	for p < len(old) && p < len(nw) && old[p] == nw[p] {
+		out[p] = p
+		p++
+	}
+	sfx := 0
+	for sfx < len(old)-p && sfx < len(nw)-p && old[len(old)-1-sfx] == nw[len(nw)-1-sfx] {
+		out[len(nw)-1-sfx] = len(old) - 1 - sfx
+		sfx++
+	}
+	a, b := old[p:len(old)-sfx], nw[p:len(nw)-sfx]
+	if len(a) == 0 || len(b) == 0 || len(a)*len(b) > 4_000_000 {
+		return out
+	}
+	dp := make([][]int32, len(a)+1)
+	for i := range dp {
+		dp[i] = make([]int32, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				dp[i][j] = dp[i+1][j+1] + 1
+			} else {
+				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
+			}
+		}
+	}
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			out[p+j] = p + i
+			i++
+			j++
+		case dp[i+1][j] >= dp[i][j+1]:
+			i++
+		default:
+			j++
+		}
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package patch
+
+import (
+	"fmt"
+	"strings"
+)
+
+// NotPatchError means a response is not a relay patch at all (no control block
+// or no operations); callers such as the clipboard watcher skip it quietly.
+type NotPatchError struct {
+	Reason string
+}
+
+func (e *NotPatchError) Error() string { return "not a relay patch: " + e.Reason }
+
+// BlockFailure describes one block or hunk that did not apply.
+type BlockFailure struct {
+	// Index is 1-based; 0 means the patch as a whole (for example a format error).
+	Index int `json:"index"`
+	// Reason is a short lowercase description, e.g. "SEARCH not found".
+	Reason string `json:"reason"`
+	// ClosestLine is the 1-based line of the best candidate found, 0 if none.
+	ClosestLine int `json:"closestLine,omitempty"`
+	// Similarity of the closest candidate, 0..1.
+	Similarity float64 `json:"similarity,omitempty"`
+	// Diff lists the lines that differ between the patch and the closest candidate.
+	Diff []string `json:"diff,omitempty"`
+	// AlreadyApplied is set when the block's new text is already in the file.
+	AlreadyApplied bool `json:"alreadyApplied,omitempty"`
+}
+
+// ApplyError is returned by Apply when any block fails; the patch is then not
+// applied at all. Its message lists every failing block so an LLM can fix it.
+type ApplyError struct {
+	Strategy Strategy `json:"strategy"`
+	// Total is the number of blocks or hunks in the patch.
+	Total    int            `json:"total"`
+	Failures []BlockFailure `json:"failures"`
+	// AlreadyApplied is true when every block's change is already present.
+	AlreadyApplied bool `json:"alreadyApplied,omitempty"`
+}
+
+func (e *ApplyError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.AlreadyApplied:
+		if e.Total == 1 {
+			b.WriteString("the change is already present in the file")
+		} else {
+			fmt.Fprintf(&b, "the change is already present in the file (all %d blocks)", e.Total)
+		}
+		return b.String()
+	case len(e.Failures) == 1 && e.Failures[0].Index == 0:
+		b.WriteString(e.Failures[0].Reason)
+	default:
+		fmt.Fprintf(&b, "%s patch does not apply: %d of %d %s failed", e.Strategy, len(e.Failures), e.Total, plural(e.Total, "block", "blocks"))
+	}
+	for _, f := range e.Failures {
+		if f.Index == 0 && len(e.Failures) == 1 {
+			writeDetails(&b, f)
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s %d of %d: %s", e.unit(), f.Index, e.Total, f.Reason)
+		writeDetails(&b, f)
+	}
+	return b.String()
+}
+
+func writeDetails(b *strings.Builder, f BlockFailure) {
+	if f.ClosestLine > 0 {
+		fmt.Fprintf(b, "; closest match at line %d (%d%% similar)", f.ClosestLine, int(f.Similarity*100))
+	}
+	for _, d := range f.Diff {
+		b.WriteString("\n    ")
+		b.WriteString(d)
+	}
+}
+
+func (e *ApplyError) unit() string {
+	switch e.Strategy {
+	case Unified, NewUnified, ApplyPatch:
+		return "hunk"
+	}
+	return "block"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func formatError(s Strategy, format string, args ...any) *ApplyError {
+	return &ApplyError{Strategy: s, Total: 0, Failures: []BlockFailure{{Index: 0, Reason: fmt.Sprintf(format, args...)}}}
+}

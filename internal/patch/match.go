@@ -1,0 +1,419 @@
+package patch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// level is how loosely a pattern matched; lower is better.
+type level int
+
+const (
+	lvExact level = iota
+	lvTrailing
+	lvIndent
+	lvFuzzy
+)
+
+func (l level) method() string {
+	switch l {
+	case lvExact:
+		return "exact"
+	case lvTrailing:
+		return "trailing-whitespace"
+	case lvIndent:
+		return "indentation"
+	}
+	return "fuzzy"
+}
+
+// index maps line keys to positions so a pattern is located by anchoring on
+// its rarest line instead of comparing every window of the file.
+type index struct {
+	lines []string
+	keys  []string // TrimSpace of each line
+	trim  map[string][]int
+	sq    map[string][]int // whitespace-free key, built on first fuzzy search
+	coll  []string         // collapsed lines, built on first fuzzy search
+	st    *style
+}
+
+func (ix *index) style() style {
+	if ix.st == nil {
+		s := detectStyle(ix.lines)
+		ix.st = &s
+	}
+	return *ix.st
+}
+
+func newIndex(lines []string) *index {
+	ix := &index{lines: lines, keys: make([]string, len(lines)), trim: make(map[string][]int, len(lines))}
+	for i, l := range lines {
+		k := strings.TrimSpace(l)
+		ix.keys[i] = k
+		ix.trim[k] = append(ix.trim[k], i)
+	}
+	return ix
+}
+
+func (ix *index) fuzzyPrep() {
+	if ix.sq != nil {
+		return
+	}
+	ix.sq = make(map[string][]int, len(ix.lines))
+	ix.coll = make([]string, len(ix.lines))
+	for i, l := range ix.lines {
+		k := squash(ix.keys[i])
+		if k != "" {
+			ix.sq[k] = append(ix.sq[k], i)
+		}
+		ix.coll[i] = collapseWS(l)
+	}
+}
+
+// query says where a pattern may land and what picks between equal matches.
+type query struct {
+	hint       int  // 0-based preferred start line, -1 for none
+	lo, hi     int  // the start must lie in [lo, hi]; hi < 0 means no upper bound
+	after      int  // with firstAfter: take the first match at or after this line
+	firstAfter bool // ordered formats (apply-patch) take the first match after the cursor
+	preferFrom int  // new-unified: a single match at or after this line wins, -1 for none
+	eof        bool // the pattern should end at the end of the file
+	noFuzzy    bool
+	threshold  float64
+}
+
+type match struct {
+	start int
+	lv    level
+	sim   float64
+}
+
+// miss explains why a pattern was not placed.
+type miss struct {
+	ambiguous []int // 0-based starts of equally good matches
+	closest   int   // 0-based start of the best candidate, -1 for none
+	sim       float64
+	diff      []string
+	vetoed    string
+}
+
+func (ix *index) inRange(s, m int, q query) bool {
+	if s < 0 || s+m > len(ix.lines) || s < q.lo {
+		return false
+	}
+	return q.hi < 0 || s <= q.hi
+}
+
+// find locates pat in the file: exact, then trailing whitespace, then
+// indentation, then fuzzy; a match must be unique unless the query picks one.
+func (ix *index) find(pat []string, q query) (match, *miss) {
+	m := len(pat)
+	keys := make([]string, m)
+	anchor, best := -1, -1
+	for i, l := range pat {
+		keys[i] = strings.TrimSpace(l)
+		c := len(ix.trim[keys[i]])
+		blank := keys[i] == ""
+		if anchor < 0 || (blank == (keys[anchor] == "") && c < best) || (!blank && keys[anchor] == "") {
+			anchor, best = i, c
+		}
+	}
+	var byLevel [3][]int
+	if anchor >= 0 && best > 0 {
+		for _, p := range ix.trim[keys[anchor]] {
+			s := p - anchor
+			if !ix.inRange(s, m, q) {
+				continue
+			}
+			lv := lvExact
+			ok := true
+			for i := 0; i < m; i++ {
+				fl := ix.lines[s+i]
+				if fl == pat[i] {
+					continue
+				}
+				if ix.keys[s+i] != keys[i] {
+					ok = false
+					break
+				}
+				if lv < lvTrailing && strings.TrimRight(fl, " \t") == strings.TrimRight(pat[i], " \t") {
+					lv = lvTrailing
+				} else if strings.TrimRight(fl, " \t") != strings.TrimRight(pat[i], " \t") {
+					lv = lvIndent
+				}
+			}
+			if ok {
+				byLevel[lv] = append(byLevel[lv], s)
+			}
+		}
+	}
+	for lv, cands := range byLevel {
+		if len(cands) == 0 {
+			continue
+		}
+		s, amb := choose(cands, m, len(ix.lines), q)
+		if amb != nil {
+			return match{}, &miss{ambiguous: amb, closest: -1}
+		}
+		return match{start: s, lv: level(lv), sim: 1}, nil
+	}
+	return ix.fuzzy(pat, q)
+}
+
+// choose picks one start among equally good candidates, or reports ambiguity.
+func choose(cands []int, m, n int, q query) (int, []int) {
+	if q.eof {
+		var at []int
+		for _, s := range cands {
+			if s+m == n {
+				at = append(at, s)
+			}
+		}
+		if len(at) > 0 {
+			cands = at
+		}
+	}
+	if q.firstAfter {
+		bestS := -1
+		for _, s := range cands {
+			if s >= q.after && (bestS < 0 || s < bestS) {
+				bestS = s
+			}
+		}
+		if bestS >= 0 {
+			return bestS, nil
+		}
+	}
+	if len(cands) == 1 {
+		return cands[0], nil
+	}
+	if q.preferFrom >= 0 {
+		var at []int
+		for _, s := range cands {
+			if s >= q.preferFrom {
+				at = append(at, s)
+			}
+		}
+		if len(at) == 1 && q.hint < 0 {
+			return at[0], nil
+		}
+	}
+	if q.hint >= 0 {
+		bestS, bestD, tie := -1, 0, false
+		for _, s := range cands {
+			d := s - q.hint
+			if d < 0 {
+				d = -d
+			}
+			switch {
+			case bestS < 0 || d < bestD:
+				bestS, bestD, tie = s, d, false
+			case d == bestD:
+				tie = true
+			}
+		}
+		if !tie {
+			return bestS, nil
+		}
+	}
+	sorted := append([]int(nil), cands...)
+	sort.Ints(sorted)
+	return -1, sorted
+}
+
+// maxFuzzyCandidates bounds how many anchored windows are scored per pattern.
+const maxFuzzyCandidates = 64
+
+func (ix *index) fuzzy(pat []string, q query) (match, *miss) {
+	ix.fuzzyPrep()
+	m := len(pat)
+	n := len(ix.lines)
+	coll := make([]string, m)
+	for i, l := range pat {
+		coll[i] = collapseWS(l)
+	}
+	votes := map[int]int{}
+	for i, l := range pat {
+		k := squash(strings.TrimSpace(l))
+		if k == "" {
+			continue
+		}
+		ps := ix.sq[k]
+		if len(ps) > 256 {
+			continue // too common to say where the block is
+		}
+		for _, p := range ps {
+			if s := p - i; ix.inRange(s, m, q) {
+				votes[s]++
+			}
+		}
+	}
+	var cands []int
+	if len(votes) == 0 {
+		// Every line is damaged: fall back to a bounded scan near the hint or of a small file.
+		lo, hi := q.lo, n-m
+		if q.hi >= 0 && q.hi < hi {
+			hi = q.hi
+		}
+		if q.hint >= 0 {
+			lo, hi = max(lo, q.hint-40), min(hi, q.hint+40)
+		} else if (hi-lo+1)*m > 20000 {
+			hi = lo - 1
+		}
+		for s := lo; s <= hi; s++ {
+			cands = append(cands, s)
+		}
+	} else {
+		maxV := 0
+		for _, v := range votes {
+			maxV = max(maxV, v)
+		}
+		for s, v := range votes {
+			if v*2 >= maxV {
+				cands = append(cands, s)
+			}
+		}
+		sort.Slice(cands, func(a, b int) bool {
+			if votes[cands[a]] != votes[cands[b]] {
+				return votes[cands[a]] > votes[cands[b]]
+			}
+			return cands[a] < cands[b]
+		})
+		if len(cands) > maxFuzzyCandidates {
+			cands = cands[:maxFuzzyCandidates]
+		}
+	}
+	type scored struct {
+		s   int
+		sim float64
+	}
+	var passing []scored
+	closest := scored{-1, -1}
+	vetoed := ""
+	for _, s := range cands {
+		sim := windowSim(coll, ix.coll[s:s+m])
+		if sim > closest.sim || (sim == closest.sim && closest.s >= 0 && q.hint >= 0 && abs(s-q.hint) < abs(closest.s-q.hint)) {
+			closest = scored{s, sim}
+		}
+		if q.noFuzzy || sim < q.threshold {
+			continue
+		}
+		if why := veto(pat, ix.lines[s:s+m]); why != "" {
+			vetoed = why
+			continue
+		}
+		passing = append(passing, scored{s, sim})
+	}
+	if len(passing) > 0 {
+		bestSim := -1.0
+		for _, p := range passing {
+			bestSim = max(bestSim, p.sim)
+		}
+		var top []int
+		for _, p := range passing {
+			if p.sim >= bestSim-1e-9 {
+				top = append(top, p.s)
+			}
+		}
+		s, amb := choose(top, m, n, q)
+		if amb != nil {
+			return match{}, &miss{ambiguous: amb, closest: -1}
+		}
+		return match{start: s, lv: lvFuzzy, sim: bestSim}, nil
+	}
+	ms := &miss{closest: -1, vetoed: vetoed}
+	if closest.s >= 0 && closest.sim > 0 {
+		ms.closest = closest.s
+		ms.sim = closest.sim
+		ms.diff = diffLines(pat, ix.lines[closest.s:closest.s+m], closest.s)
+	}
+	return match{}, ms
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// windowSim is 1 - edit distance / length, summed over lines after collapsing whitespace.
+func windowSim(a, b []string) float64 {
+	total, dist := 0, 0
+	for i := range a {
+		la, lb := len(a[i]), len(b[i])
+		l := max(la, lb)
+		total += l
+		if a[i] == b[i] {
+			continue
+		}
+		dist += levenshtein(a[i], b[i])
+	}
+	if total == 0 {
+		return 1
+	}
+	return 1 - float64(dist)/float64(total)
+}
+
+func levenshtein(a, b string) int {
+	// Strip the common prefix and suffix: damaged lines usually differ in a few bytes.
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	if len(a) == 0 {
+		return len(b)
+	}
+	if len(b) == 0 {
+		return len(a)
+	}
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		prev := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			cur := row[j]
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			row[j] = min(row[j]+1, row[j-1]+1, prev+cost)
+			prev = cur
+		}
+	}
+	return row[len(b)]
+}
+
+// diffLines lists up to five lines where the patch and the file differ.
+func diffLines(pat, file []string, start int) []string {
+	var out []string
+	for i := range pat {
+		if collapseWS(pat[i]) == collapseWS(file[i]) {
+			continue
+		}
+		if len(out) == 5 {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, fmt.Sprintf("line %d: patch has %q, file has %q", start+i+1, clip(pat[i]), clip(file[i])))
+	}
+	return out
+}
+
+func clip(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 100 {
+		return s[:97] + "..."
+	}
+	return s
+}

@@ -1,0 +1,281 @@
+package patch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// srBlock is one SEARCH/REPLACE block.
+type srBlock struct {
+	search, replace []string
+	start, end      int // 1-based :start_line: / :end_line:, 0 when absent
+}
+
+type markerKind int
+
+const (
+	mkNone markerKind = iota
+	mkSearch
+	mkSep
+	mkReplace
+	mkBad // looks like a marker but is malformed
+)
+
+// classify recognises the marker variants LLMs produce: 7+ marker characters,
+// surrounding whitespace, Roo's `SEARCH>` and Cline's `------- SEARCH` / `+++++++ REPLACE`.
+func classify(line string) (markerKind, string) {
+	t := strings.TrimSpace(line)
+	if t == "" {
+		return mkNone, ""
+	}
+	switch t[0] {
+	case '<':
+		n := countRun(t, '<')
+		if n < 7 {
+			return mkNone, ""
+		}
+		rest := t[n:]
+		r := strings.TrimLeft(rest, " \t")
+		if r == "SEARCH" || r == "SEARCH>" {
+			return mkSearch, ""
+		}
+		return mkBad, t
+	case '=':
+		n := countRun(t, '=')
+		if n >= 7 && n == len(t) {
+			return mkSep, ""
+		}
+	case '>':
+		n := countRun(t, '>')
+		if n < 7 {
+			return mkNone, ""
+		}
+		r := strings.TrimSpace(t[n:])
+		if r == "REPLACE" || r == "REPLACE<" {
+			return mkReplace, ""
+		}
+		return mkBad, t
+	case '-':
+		n := countRun(t, '-')
+		if n >= 3 && strings.TrimSpace(t[n:]) == "SEARCH" {
+			return mkSearch, ""
+		}
+	case '+':
+		n := countRun(t, '+')
+		if n >= 3 && strings.TrimSpace(t[n:]) == "REPLACE" {
+			return mkReplace, ""
+		}
+	}
+	return mkNone, ""
+}
+
+func countRun(s string, c byte) int {
+	n := 0
+	for n < len(s) && s[n] == c {
+		n++
+	}
+	return n
+}
+
+// unescape turns Roo's escaped markers (`\=======`, `\:start_line:`) back into content.
+func unescape(line string) string {
+	t := strings.TrimLeft(line, " \t")
+	if !strings.HasPrefix(t, `\`) {
+		return line
+	}
+	rest := t[1:]
+	k, _ := classify(rest)
+	if k != mkNone || strings.HasPrefix(rest, ":start_line:") || strings.HasPrefix(rest, ":end_line:") || strings.HasPrefix(strings.TrimSpace(rest), "-------") {
+		return line[:len(line)-len(t)] + rest
+	}
+	return line
+}
+
+func lineMarker(t string) (string, int, bool) {
+	for _, name := range []string{":start_line:", ":end_line:"} {
+		if strings.HasPrefix(t, name) {
+			v := strings.TrimSpace(strings.TrimPrefix(t, name))
+			v = strings.TrimPrefix(v, "=")
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return name, -1, true
+			}
+			return name, n, true
+		}
+	}
+	return "", 0, false
+}
+
+// parseSR reads SEARCH/REPLACE blocks and checks the marker sequence; errors
+// name the line and the marker expected so an LLM can repair its output.
+func parseSR(lines []string) ([]srBlock, error) {
+	const (
+		outside = iota
+		header
+		search
+		replace
+	)
+	state := outside
+	var blocks []srBlock
+	var cur srBlock
+	for i, l := range lines {
+		no := i + 1
+		k, bad := classify(l)
+		switch state {
+		case outside:
+			switch k {
+			case mkSearch:
+				state = header
+				cur = srBlock{}
+			case mkSep:
+				return nil, fmt.Errorf("line %d: marker ======= before any <<<<<<< SEARCH; every block must start with <<<<<<< SEARCH", no)
+			case mkReplace:
+				return nil, fmt.Errorf("line %d: marker >>>>>>> REPLACE before any <<<<<<< SEARCH", no)
+			case mkBad:
+				return nil, fmt.Errorf("line %d: malformed marker %q; use exactly <<<<<<< SEARCH", no, bad)
+			}
+			continue
+		case header:
+			t := strings.TrimSpace(l)
+			if name, v, ok := lineMarker(t); ok {
+				if v < 0 {
+					return nil, fmt.Errorf("line %d: %s needs a line number, e.g. %s 12", no, name, name)
+				}
+				if name == ":start_line:" {
+					cur.start = v
+				} else {
+					cur.end = v
+				}
+				continue
+			}
+			if k == mkNone && len(t) >= 5 && countRun(t, '-') == len(t) {
+				state = search
+				continue
+			}
+			state = search
+			fallthrough
+		case search:
+			switch k {
+			case mkSep:
+				state = replace
+				continue
+			case mkSearch:
+				return nil, fmt.Errorf("line %d: <<<<<<< SEARCH inside a SEARCH section; close the previous block with ======= and >>>>>>> REPLACE", no)
+			case mkReplace:
+				return nil, fmt.Errorf("line %d: >>>>>>> REPLACE before =======; separate SEARCH from REPLACE with a ======= line", no)
+			case mkBad:
+				return nil, fmt.Errorf("line %d: marker %q inside a SEARCH section; expected =======", no, bad)
+			}
+			cur.search = append(cur.search, unescape(l))
+		case replace:
+			switch k {
+			case mkReplace:
+				blocks = append(blocks, cur)
+				state = outside
+				continue
+			case mkSep:
+				return nil, fmt.Errorf("line %d: a second ======= in one block; escape it as \\======= if it is content", no)
+			case mkSearch:
+				return nil, fmt.Errorf("line %d: <<<<<<< SEARCH before >>>>>>> REPLACE; close the previous block first", no)
+			case mkBad:
+				return nil, fmt.Errorf("line %d: marker %q inside a REPLACE section; expected >>>>>>> REPLACE", no, bad)
+			}
+			if name, _, ok := lineMarker(strings.TrimSpace(l)); ok {
+				return nil, fmt.Errorf("line %d: %s in a REPLACE section; line markers belong right after <<<<<<< SEARCH (escape as \\%s if it is content)", no, name, name)
+			}
+			cur.replace = append(cur.replace, unescape(l))
+		}
+	}
+	switch state {
+	case header, search:
+		return nil, fmt.Errorf("unexpected end of patch: expected ======= and >>>>>>> REPLACE")
+	case replace:
+		return nil, fmt.Errorf("unexpected end of patch: expected >>>>>>> REPLACE")
+	}
+	if len(blocks) == 0 {
+		return nil, fmt.Errorf("no SEARCH/REPLACE blocks found; expected <<<<<<< SEARCH, the old lines, =======, the new lines, >>>>>>> REPLACE")
+	}
+	for i := range blocks {
+		blocks[i].search = stripLineNumbers(blocks[i].search)
+		blocks[i].replace = stripLineNumbers(blocks[i].replace)
+	}
+	return blocks, nil
+}
+
+// stripLineNumbers removes `12 | ` prefixes when every non-empty line has one.
+func stripLineNumbers(ls []string) []string {
+	seen := 0
+	for _, l := range ls {
+		if isBlank(l) {
+			continue
+		}
+		if _, ok := numberPrefix(l); !ok {
+			return ls
+		}
+		seen++
+	}
+	if seen == 0 {
+		return ls
+	}
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		if n, ok := numberPrefix(l); ok {
+			out[i] = l[n:]
+		} else {
+			out[i] = l
+		}
+	}
+	return out
+}
+
+func numberPrefix(l string) (int, bool) {
+	i := 0
+	for i < len(l) && (l[i] == ' ' || l[i] == '\t') {
+		i++
+	}
+	d := i
+	for i < len(l) && isDigit(l[i]) {
+		i++
+	}
+	if i == d {
+		return 0, false
+	}
+	for i < len(l) && l[i] == ' ' {
+		i++
+	}
+	if i >= len(l) || l[i] != '|' {
+		return 0, false
+	}
+	i++
+	if i < len(l) && l[i] == ' ' {
+		i++
+	}
+	return i, true
+}
+
+func applySR(d doc, body string, opts Options) (Result, error) {
+	blocks, err := parseSR(patchLines(body))
+	if err != nil {
+		return Result{}, formatError(MultiSearchReplace, "invalid SEARCH/REPLACE patch: %v", err)
+	}
+	edits := make([]edit, len(blocks))
+	for i, b := range blocks {
+		e := edit{idx: i + 1, old: b.search, new: b.replace, hint: -1, hintEnd: -1, insertAt: -1}
+		if len(e.old) == 1 && isBlank(e.old[0]) && len(b.search) == 1 {
+			e.old = nil // a lone blank SEARCH line is an empty SEARCH
+		}
+		if b.start > 0 {
+			e.hint = b.start - 1
+			if b.end >= b.start {
+				e.hintEnd = b.end - 1
+			}
+			if len(e.old) == 0 {
+				e.insertAt = b.start - 1
+			}
+		}
+		edits[i] = e
+	}
+	en := &engine{s: MultiSearchReplace, d: d, opts: opts, seqOK: true}
+	return en.run(edits)
+}

@@ -1,0 +1,532 @@
+package patch
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"go.yaml.in/yaml/v3"
+)
+
+// fence is one fenced code block of a response.
+type fence struct {
+	open, close int // line indexes; close == len(lines) when unclosed
+	info        string
+	body        []string
+}
+
+func fenceOpen(l string) (byte, int, string, bool) {
+	t := strings.TrimLeft(l, " \t")
+	if len(t) < 3 || (t[0] != '`' && t[0] != '~') {
+		return 0, 0, "", false
+	}
+	c := t[0]
+	n := countRun(t, c)
+	if n < 3 {
+		return 0, 0, "", false
+	}
+	info := strings.TrimSpace(t[n:])
+	if c == '`' && strings.IndexByte(info, '`') >= 0 {
+		return 0, 0, "", false // inline code, not a fence
+	}
+	return c, n, info, true
+}
+
+// findClose returns the closing fence line. With nested, an inner fence that
+// opens with a language (```bash inside a README) must be closed first.
+func findClose(lines []string, from int, c byte, n int, nested bool) int {
+	depth := 0
+	for i := from; i < len(lines); i++ {
+		t := strings.TrimLeft(lines[i], " \t")
+		if len(t) < n || t[0] != c {
+			continue
+		}
+		k := countRun(t, c)
+		if k < n {
+			continue
+		}
+		info := strings.TrimSpace(t[k:])
+		if info == "" {
+			if depth == 0 {
+				return i
+			}
+			depth--
+			continue
+		}
+		if nested && !strings.ContainsAny(info, "`") {
+			if _, h, _ := splitInfo(info); h == "" {
+				depth++
+			}
+		}
+	}
+	return -1
+}
+
+func scanFences(lines []string) []fence {
+	var out []fence
+	for i := 0; i < len(lines); i++ {
+		c, n, info, ok := fenceOpen(lines[i])
+		if !ok {
+			continue
+		}
+		j := findClose(lines, i+1, c, n, true)
+		if j < 0 {
+			j = findClose(lines, i+1, c, n, false)
+		}
+		if j < 0 {
+			j = len(lines)
+		}
+		out = append(out, fence{open: i, close: j, info: info, body: lines[i+1 : j]})
+		i = j
+	}
+	return out
+}
+
+var commentTokens = []string{"<!--", "//", "/*", "#", "--", ";"}
+
+// splitInfo splits a fence info string into language and relay header.
+func splitInfo(info string) (lang, header string, comment bool) {
+	info = strings.TrimSpace(info)
+	rest := info
+	if !startsComment(info) {
+		i := strings.IndexAny(info, " \t")
+		if i < 0 {
+			return info, "", false
+		}
+		lang, rest = info[:i], strings.TrimSpace(info[i:])
+	}
+	for _, tok := range commentTokens {
+		if strings.HasPrefix(rest, tok) {
+			h := strings.TrimSpace(rest[len(tok):])
+			h = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(h, "-->"), "*/"))
+			return lang, h, true
+		}
+	}
+	// relaycode 1.0 also took a bare header after the language; only when it looks like a path.
+	if (strings.ContainsAny(rest, "/.") || strings.HasPrefix(rest, `"`)) && !strings.ContainsAny(rest, "={}") {
+		return lang, rest, false
+	}
+	return lang, "", false
+}
+
+func startsComment(s string) bool {
+	for _, tok := range commentTokens {
+		if strings.HasPrefix(s, tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseHeader reads `path`, `path strategy`, `"quoted path" [strategy]`.
+func parseHeader(h string) (p string, s Strategy, reason string) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return "", "", "no file path in the header"
+	}
+	if q := h[0]; q == '"' || q == '\'' || q == '`' {
+		end := strings.IndexByte(h[1:], q)
+		if end < 0 {
+			return "", "", "unterminated quoted path"
+		}
+		p = h[1 : 1+end]
+		rest := strings.TrimSpace(h[2+end:])
+		if rest == "" {
+			return p, "", ""
+		}
+		st, ok := ParseStrategy(rest)
+		if !ok {
+			return "", "", fmt.Sprintf("malformed header: unknown strategy %q after the quoted path", rest)
+		}
+		return p, st, ""
+	}
+	f := strings.Fields(h)
+	if len(f) >= 2 {
+		if st, ok := ParseStrategy(f[len(f)-1]); ok {
+			return strings.TrimSpace(strings.TrimSuffix(h, f[len(f)-1])), st, ""
+		}
+	}
+	// relaycode: an unknown second word is part of the path.
+	return h, "", ""
+}
+
+func cleanPath(p string) string {
+	p = strings.TrimSpace(p)
+	p = strings.ReplaceAll(p, `\`, "/")
+	for strings.HasPrefix(p, "./") {
+		p = p[2:]
+	}
+	if p == "" {
+		return p
+	}
+	return path.Clean(p)
+}
+
+var deleteRe = regexp.MustCompile(`(?i)^(//|#|--|/\*)\s*TODO:\s*delete this file\s*(\*/)?$`)
+
+var startRe = regexp.MustCompile(`^(//|#|--|<!--|/\*)\s*START\s*(-->|\*/)?$`)
+var endRe = regexp.MustCompile(`^(//|#|--|<!--|/\*)\s*END\s*(-->|\*/)?$`)
+
+// Parse reads an LLM response: fenced file blocks, the control YAML and the
+// reasoning around them. A response without a valid control block or without
+// operations returns *NotPatchError.
+func Parse(text string) (*Response, error) {
+	text = strings.TrimPrefix(text, bom)
+	if strings.IndexByte(text, '\r') >= 0 {
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+	}
+	lines := strings.Split(text, "\n")
+	fences := scanFences(lines)
+	resp := &Response{}
+
+	// Control block: the last ```yaml block without a file header, else a bare tail.
+	ctrlFence := -1
+	var ctrlErr error
+	for i := len(fences) - 1; i >= 0; i-- {
+		lang, h, _ := splitInfo(fences[i].info)
+		if l := strings.ToLower(lang); (l == "yaml" || l == "yml") && h == "" {
+			c, err := parseControl(strings.Join(fences[i].body, "\n"))
+			if err == nil {
+				resp.Control = c
+				ctrlFence = i
+			} else {
+				ctrlErr = err
+			}
+			break
+		}
+	}
+	tailFrom := len(lines)
+	if ctrlFence < 0 {
+		lastEnd := -1
+		if len(fences) > 0 {
+			lastEnd = fences[len(fences)-1].close
+		}
+		for i := len(lines) - 1; i > lastEnd && i >= len(lines)-20; i-- {
+			if strings.HasPrefix(lines[i], "projectId:") {
+				c, err := parseControl(strings.Join(lines[i:], "\n"))
+				if err == nil {
+					resp.Control = c
+					tailFrom = i
+				} else if ctrlErr == nil {
+					ctrlErr = err
+				}
+				break
+			}
+		}
+	}
+
+	// Reasoning: text outside code blocks and the control YAML.
+	at := 0
+	addReason := func(to int) {
+		for ; at < to && at < tailFrom; at++ {
+			if t := strings.TrimSpace(lines[at]); t != "" {
+				resp.Reasoning = append(resp.Reasoning, t)
+			}
+		}
+	}
+	for i, f := range fences {
+		addReason(f.open)
+		at = f.close + 1
+		if i == ctrlFence {
+			continue
+		}
+		resp.blockOps(f)
+	}
+	addReason(tailFrom)
+
+	if ctrlFence < 0 && tailFrom == len(lines) {
+		reason := "no control block; end the response with a ```yaml block holding projectId and uuid"
+		if ctrlErr != nil {
+			reason = "invalid control block: " + ctrlErr.Error()
+		}
+		return resp, &NotPatchError{Reason: reason}
+	}
+	if len(resp.Operations) == 0 {
+		reason := "no file operations (code blocks need a header like ```ts // src/file.ts)"
+		if len(resp.Ignored) > 0 {
+			reason = fmt.Sprintf("no file operations; %d code %s ignored: %s", len(resp.Ignored), plural(len(resp.Ignored), "block", "blocks"), resp.Ignored[0].Reason)
+		}
+		return resp, &NotPatchError{Reason: reason}
+	}
+	return resp, nil
+}
+
+func (r *Response) ignore(f fence, reason string) {
+	r.Ignored = append(r.Ignored, IgnoredBlock{Line: f.open + 1, Header: f.info, Reason: reason})
+}
+
+// blockOps turns one fenced block into operations (or an ignored block).
+func (r *Response) blockOps(f fence) {
+	lang, header, _ := splitInfo(f.info)
+	if f.close == -1 {
+		r.ignore(f, "unclosed code block")
+		return
+	}
+	if header == "" {
+		// A bare codex envelope or a diff with file headers names its own paths.
+		if isEnvelope(f.body) {
+			r.envelopeOps(f, "")
+			return
+		}
+		if ops := r.diffOps(f.body, "", ""); len(ops) > 0 && ops[0].Path != "" {
+			r.Operations = append(r.Operations, ops...)
+			return
+		}
+		r.ignore(f, "no file path in the header")
+		return
+	}
+	if strings.EqualFold(strings.TrimSpace(header), "rename-file") {
+		r.renameOps(f)
+		return
+	}
+	p, st, reason := parseHeader(header)
+	if reason != "" {
+		r.ignore(f, reason)
+		return
+	}
+	_ = lang
+	p = cleanPath(p)
+	body := strings.Join(f.body, "\n")
+	if deleteRe.MatchString(strings.TrimSpace(body)) {
+		r.Operations = append(r.Operations, Operation{Kind: OpDelete, Path: p})
+		return
+	}
+	if st == "" {
+		st = inferLines(f.body)
+	}
+	switch st {
+	case ApplyPatch:
+		if isEnvelope(f.body) {
+			r.envelopeOps(f, p)
+			return
+		}
+	case Unified, NewUnified:
+		if ops := r.diffOps(f.body, p, st); len(ops) > 0 {
+			r.Operations = append(r.Operations, ops...)
+			return
+		}
+	case Replace:
+		r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: Replace, Content: replaceContent(f.body, p)})
+		return
+	}
+	r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: st, Content: joinLines(f.body)})
+}
+
+func joinLines(ls []string) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return strings.Join(ls, "\n") + "\n"
+}
+
+// replaceContent keeps only the text between // START and // END and drops a
+// first line that merely repeats the path as a comment.
+func replaceContent(body []string, p string) string {
+	s, e := -1, -1
+	for i, l := range body {
+		t := strings.TrimSpace(l)
+		if s < 0 && startRe.MatchString(t) {
+			s = i
+		} else if s >= 0 && endRe.MatchString(t) {
+			e = i
+		}
+	}
+	if s >= 0 && e > s {
+		body = body[s+1 : e]
+	} else if len(body) > 0 {
+		first := strings.TrimSpace(body[0])
+		for _, tok := range commentTokens {
+			if strings.HasPrefix(first, tok) {
+				rest := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(first[len(tok):]), "-->"), "*/"))
+				if rest != "" && cleanPath(strings.Trim(rest, `"'`)) == p {
+					body = body[1:]
+				}
+				break
+			}
+		}
+	}
+	return joinLines(body)
+}
+
+func (r *Response) renameOps(f fence) {
+	body := strings.TrimSpace(strings.Join(f.body, "\n"))
+	type mv struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	var list []mv
+	var one mv
+	if err := json.Unmarshal([]byte(body), &one); err == nil {
+		list = []mv{one}
+	} else if err := json.Unmarshal([]byte(body), &list); err != nil {
+		r.ignore(f, fmt.Sprintf("rename-file block is not JSON {\"from\": …, \"to\": …}: %v", err))
+		return
+	}
+	for _, m := range list {
+		if strings.TrimSpace(m.From) == "" || strings.TrimSpace(m.To) == "" {
+			r.ignore(f, "rename-file block needs non-empty \"from\" and \"to\"")
+			return
+		}
+	}
+	for _, m := range list {
+		r.Operations = append(r.Operations, Operation{Kind: OpRename, From: cleanPath(m.From), To: cleanPath(m.To)})
+	}
+}
+
+func (r *Response) envelopeOps(f fence, fallback string) {
+	files, err := parseEnvelope(f.body)
+	if err != nil {
+		r.ignore(f, "invalid apply_patch envelope: "+err.Error())
+		return
+	}
+	for _, ef := range files {
+		p := cleanPath(ef.path)
+		if p == "" {
+			p = fallback
+		}
+		switch ef.kind {
+		case "add":
+			r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: Replace, Content: joinLines(ef.lines)})
+		case "delete":
+			r.Operations = append(r.Operations, Operation{Kind: OpDelete, Path: p})
+		case "update":
+			if strings.TrimSpace(strings.Join(ef.lines, "")) != "" {
+				r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: ApplyPatch, Content: joinLines(ef.lines)})
+			}
+			if ef.moveTo != "" {
+				r.Operations = append(r.Operations, Operation{Kind: OpRename, From: p, To: cleanPath(ef.moveTo)})
+			}
+		}
+	}
+}
+
+// diffOps splits a multi-file unified diff into one operation per file. With
+// a single file it returns one op for the header path.
+func (r *Response) diffOps(body []string, p string, st Strategy) []Operation {
+	secs := splitDiffSections(body)
+	if st == "" {
+		st = inferLines(body)
+		if st != Unified && st != NewUnified {
+			return nil
+		}
+	}
+	if len(secs) <= 1 && p != "" {
+		return []Operation{{Kind: OpWrite, Path: p, Strategy: st, Content: joinLines(body)}}
+	}
+	var ops []Operation
+	for _, s := range secs {
+		files, err := parseUnified(s.lines)
+		if err != nil || len(files) != 1 {
+			continue
+		}
+		fp := files[0].newPath
+		if fp == "/dev/null" || fp == "" {
+			if files[0].oldPath != "" && files[0].oldPath != "/dev/null" {
+				ops = append(ops, Operation{Kind: OpDelete, Path: cleanPath(files[0].oldPath)})
+			}
+			continue
+		}
+		ops = append(ops, Operation{Kind: OpWrite, Path: cleanPath(fp), Strategy: st, Content: joinLines(s.lines)})
+	}
+	if len(ops) == 0 && p != "" {
+		return []Operation{{Kind: OpWrite, Path: p, Strategy: st, Content: joinLines(body)}}
+	}
+	return ops
+}
+
+type diffSection struct{ lines []string }
+
+// splitDiffSections cuts a diff at each file header (diff --git, or ---/+++).
+func splitDiffSections(lines []string) []diffSection {
+	var secs []diffSection
+	start := -1
+	sawHunk := false
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		isGit := strings.HasPrefix(l, "diff --git ")
+		isHdr := strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ")
+		if isGit || (isHdr && (start < 0 || sawHunk)) {
+			if start >= 0 {
+				secs = append(secs, diffSection{lines[start:i]})
+			}
+			start = i
+			sawHunk = false
+			if isHdr {
+				i++
+			}
+			continue
+		}
+		if strings.HasPrefix(l, "@@") {
+			sawHunk = true
+		}
+	}
+	if start >= 0 {
+		secs = append(secs, diffSection{lines[start:]})
+	}
+	return secs
+}
+
+// parseControl validates the control YAML.
+func parseControl(src string) (Control, error) {
+	var raw map[string]any
+	if err := yaml.Unmarshal([]byte(src), &raw); err != nil {
+		return Control{}, fmt.Errorf("not valid YAML: %v", firstLine(err.Error()))
+	}
+	var c Control
+	str := func(k string) (string, bool) {
+		v, ok := raw[k]
+		if !ok || v == nil {
+			return "", false
+		}
+		switch t := v.(type) {
+		case string:
+			return t, true
+		case int, int64, float64, bool:
+			return fmt.Sprint(t), true
+		}
+		return "", false
+	}
+	var ok bool
+	if c.ProjectID, ok = str("projectId"); !ok || strings.TrimSpace(c.ProjectID) == "" {
+		return Control{}, fmt.Errorf("projectId is missing")
+	}
+	if c.UUID, ok = str("uuid"); !ok {
+		return Control{}, fmt.Errorf("uuid is missing")
+	}
+	if _, err := uuid.Parse(c.UUID); err != nil {
+		return Control{}, fmt.Errorf("uuid %q is not a UUID", c.UUID)
+	}
+	if v, ok := raw["changeSummary"].([]any); ok {
+		for _, it := range v {
+			m, ok := it.(map[string]any)
+			if !ok {
+				continue
+			}
+			for k, p := range m {
+				c.ChangeSummary = append(c.ChangeSummary, ChangeSummaryItem{Action: k, Path: fmt.Sprint(p)})
+			}
+		}
+	}
+	switch v := raw["gitCommitMsg"].(type) {
+	case string:
+		c.GitCommitMsg = v
+	case []any:
+		var ls []string
+		for _, x := range v {
+			ls = append(ls, fmt.Sprint(x))
+		}
+		c.GitCommitMsg = strings.Join(ls, "\n")
+	}
+	c.PromptSummary, _ = str("promptSummary")
+	return c, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
