@@ -45,7 +45,8 @@ type Cmd struct {
 	// Stdin feeds the child; nil means the null device, never relay's stdin.
 	Stdin io.Reader
 	// Stdout and Stderr receive output as it comes; nil discards it (Output
-	// and CombinedOutput capture it instead).
+	// and CombinedOutput capture it instead). An *os.File Stderr is not
+	// captured for error messages.
 	Stdout io.Writer
 	Stderr io.Writer
 }
@@ -154,12 +155,17 @@ func (c *Cmd) run(tail *tailBuffer) error {
 	cmd.Stdin = c.Stdin // nil: os/exec opens the null device
 	cmd.Stdout = c.Stdout
 	cmd.Stderr = teeOrSet(c.Stderr, tail)
+	if f, ok := c.Stderr.(*os.File); ok {
+		cmd.Stderr = f // a file (e.g. the null device) is passed as is: no pipe a daemonizing child could hold open
+	}
 	cmd.WaitDelay = waitDelay
 	setProcessGroup(cmd)
 
 	start := time.Now()
 	err := cmd.Run()
-	killGroup(cmd) // reap anything the command left behind in its group
+	if ctx.Err() != nil {
+		killGroup(cmd) // a cancelled command leaves nothing behind in its group
+	}
 	if err == nil {
 		return nil
 	}
