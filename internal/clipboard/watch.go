@@ -1,0 +1,100 @@
+package clipboard
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/relaydev/relay/internal/run"
+)
+
+// Watch calls onChange with every new clipboard text until ctx is done. The
+// text already on the clipboard when Watch starts is not reported. Read
+// errors go to onError (repeats of the same error are dropped) and watching
+// goes on. With a Watch command (wl-paste --watch) the clipboard is read only
+// when it changes; otherwise it is polled every interval.
+func Watch(ctx context.Context, t *Tool, interval time.Duration, onChange func(string), onError func(error)) error {
+	w := &watcher{t: t, onChange: onChange, onError: onError}
+	w.last, _ = w.read(ctx)
+	if len(t.Watch) > 0 {
+		err := w.events(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		// The event source died (compositor restart, …): keep going by polling.
+		w.report(errors.Join(errors.New("clipboard change events stopped; polling instead"), err))
+	}
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			w.check(ctx)
+		}
+	}
+}
+
+type watcher struct {
+	t        *Tool
+	last     string
+	lastErr  string
+	onChange func(string)
+	onError  func(error)
+}
+
+func (w *watcher) read(ctx context.Context) (string, error) {
+	text, err := ReadWith(ctx, w.t)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.report(err)
+		}
+		return "", err
+	}
+	w.lastErr = ""
+	return text, nil
+}
+
+func (w *watcher) report(err error) {
+	if err == nil || w.onError == nil || err.Error() == w.lastErr {
+		return
+	}
+	w.lastErr = err.Error()
+	w.onError(err)
+}
+
+func (w *watcher) check(ctx context.Context) {
+	text, err := w.read(ctx)
+	// An empty read (cleared clipboard, or a writer caught mid-update) is not
+	// a change: the same text copied again is not new.
+	if err != nil || text == "" || text == w.last {
+		return
+	}
+	w.last = text
+	w.onChange(text)
+}
+
+// events runs the tool's watch command and checks the clipboard on every
+// line it prints, until it exits or ctx is done.
+func (w *watcher) events(ctx context.Context) error {
+	pr, pw := io.Pipe()
+	c := run.Command(ctx, w.t.Watch[0], w.t.Watch[1:]...)
+	c.Stdout = pw
+	done := make(chan error, 1)
+	go func() {
+		err := c.Run()
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		w.check(ctx)
+	}
+	return <-done
+}

@@ -1,0 +1,85 @@
+package clipboard
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startXvfb runs a private X server and returns its DISPLAY, or skips.
+func startXvfb(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		t.Skip("Xvfb not installed (apt-get install -y xvfb xclip xsel); skipping the real X clipboard test")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-nolisten", "tcp", "-screen", "0", "640x480x24")
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		t.Fatalf("Xvfb did not report its display: %v", err)
+	}
+	return ":" + strings.TrimSpace(line)
+}
+
+func TestWatchRealX11(t *testing.T) {
+	display := startXvfb(t)
+	for _, name := range []string{"xclip", "xsel"} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := exec.LookPath(name); err != nil {
+				t.Skipf("%s not installed", name)
+			}
+			t.Setenv("DISPLAY", display)
+			t.Setenv("WAYLAND_DISPLAY", "")
+			put := func(s string) {
+				t.Helper()
+				c := exec.Command("xclip", "-selection", "clipboard", "-i")
+				if name == "xsel" {
+					c = exec.Command("xsel", "--clipboard", "--input")
+				}
+				c.Stdin = strings.NewReader(s)
+				if err := c.Run(); err != nil {
+					t.Fatalf("put: %v", err)
+				}
+			}
+			put("before watch " + name)
+			env := System()
+			env.LookPath = func(n string) (string, error) {
+				if n != name {
+					return "", exec.ErrNotFound
+				}
+				return exec.LookPath(n)
+			}
+			tool, err := Detect(env, "")
+			if err != nil || tool.Name != name {
+				t.Fatalf("Detect = %v, %v", tool, err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			c := &collector{}
+			done := make(chan error)
+			go func() { done <- Watch(ctx, tool, 20*time.Millisecond, c.change, c.err) }()
+			time.Sleep(100 * time.Millisecond)
+			put("one")
+			waitFor(t, func() bool { return len(c.snapshot()) == 1 }, c)
+			put("two\nlines")
+			waitFor(t, func() bool { return len(c.snapshot()) == 2 }, c)
+			cancel()
+			<-done
+			if got := strings.Join(c.snapshot(), "|"); got != "one|two\nlines" {
+				t.Errorf("changes = %q", got)
+			}
+		})
+	}
+}
