@@ -1,32 +1,145 @@
 // Package statedoc owns the canonical thread state document of seed 004
-// ($schema com.relay.state.v1): creating it, validating it and deriving its bounded header.
+// ($schema com.relay.state.v1): creating it, validating it, patching it and deriving its
+// bounded header.
 package statedoc
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/relaydev/relay/internal/jsonpatch"
 )
 
 // Schema is the value of the document's $schema member.
 const Schema = "com.relay.state.v1"
 
-// Metrics are the live counters the daemon puts into a header.
-type Metrics struct {
-	CacheHits     int64 `json:"cache_hits"`
-	TokensAvoided int64 `json:"tokens_avoided"`
+// Lists are the document's list members, in document order.
+var Lists = []string{"facts", "constraints", "open_questions", "decisions", "plan", "artifacts", "last_actions"}
+
+// owned members are maintained by relay itself; a patch may test them but not change them.
+var owned = map[string]bool{"$schema": true, "version": true, "thread_id": true, "updated_at": true}
+
+// MaxThreadIDBytes bounds thread_id so a header always fits its cap.
+const MaxThreadIDBytes = 128
+
+// New returns the empty version-1 state document of a thread, stamped now.
+func New(threadID string) []byte { return NewAt(threadID, time.Now()) }
+
+// NewAt is New with an explicit timestamp.
+func NewAt(threadID string, at time.Time) []byte {
+	o := jsonpatch.NewObject(12)
+	o.Set("$schema", Schema)
+	o.Set("version", json.Number("1"))
+	o.Set("thread_id", threadID)
+	o.Set("updated_at", stamp(at))
+	for _, l := range Lists {
+		o.Set(l, []any{})
+	}
+	m := jsonpatch.NewObject(5)
+	for _, k := range []string{"cache_hits", "cache_misses", "tokens_estimate", "tokens_avoided", "hop_count"} {
+		m.Set(k, json.Number("0"))
+	}
+	o.Set("metrics", m)
+	out, err := jsonpatch.Encode(o)
+	if err != nil {
+		panic(err) // cannot happen: every value above is encodable
+	}
+	return out
 }
 
-// New returns the empty version-1 state document of a thread.
-func New(threadID string) []byte { return nil }
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// Validate reports whether doc is a valid state document.
-func Validate(doc []byte) error { return errors.New("not implemented yet") }
+// ValidationError lists what makes a document break the state schema.
+type ValidationError struct {
+	Problems []Problem
+}
 
-// ApplyPatch applies a JSON Patch to a state document, refuses a result that breaks the
-// schema or changes $schema/thread_id, and stamps the result with version and updatedAt.
+// Problem is one schema violation at a JSON Pointer location.
+type Problem struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("state document does not match " + Schema + ": ")
+	for i, p := range e.Problems {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Problems)-3)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if p.Path == "" {
+			b.WriteString(p.Reason)
+		} else {
+			fmt.Fprintf(&b, "%s: %s", p.Path, p.Reason)
+		}
+	}
+	return b.String()
+}
+
+// Validate reports whether doc is a valid state document; the error is a *ValidationError
+// or, for unreadable JSON, a *jsonpatch.SyntaxError.
+func Validate(doc []byte) error {
+	v, err := jsonpatch.Decode(doc)
+	if err != nil {
+		return err
+	}
+	return ValidateValue(v)
+}
+
+// ApplyPatch applies a JSON Patch to a state document atomically. It refuses patches that
+// change the members relay maintains ($schema, version, thread_id, updated_at; testing them
+// is fine) and results that break the schema, then stamps version and updated_at.
+// Errors are *jsonpatch.Error (bad patch, missing path, failed test) or *ValidationError.
 func ApplyPatch(doc, patch []byte, version int, updatedAt time.Time) ([]byte, error) {
-	return nil, errors.New("not implemented yet")
+	ops, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	for i, op := range ops {
+		changed := []jsonpatch.Pointer{op.Path}
+		switch op.Op {
+		case "test":
+			continue
+		case "move":
+			changed = append(changed, op.From)
+		}
+		for _, p := range changed {
+			if len(p) > 0 && owned[p[0]] {
+				return nil, &jsonpatch.Error{Op: i, Name: op.Op, Path: p.String(), Kind: jsonpatch.KindPath,
+					Reason: fmt.Sprintf("%q is maintained by relay and cannot be patched (patch the lists instead)", p[0])}
+			}
+		}
+	}
+	v, err := jsonpatch.Decode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("stored state is unreadable: %w", err)
+	}
+	before, _ := v.(*jsonpatch.Object)
+	var threadID any
+	if before != nil {
+		threadID, _ = before.Get("thread_id")
+	}
+	if v, err = ops.ApplyTo(v); err != nil {
+		return nil, err
+	}
+	o, ok := v.(*jsonpatch.Object)
+	if ok {
+		// A whole-document replace cannot move the state to another thread.
+		if tid, _ := o.Get("thread_id"); threadID != nil && !jsonpatch.Equal(tid, threadID) {
+			return nil, &ValidationError{Problems: []Problem{{Path: "/thread_id", Reason: "is maintained by relay and cannot be changed"}}}
+		}
+		o.Set("version", json.Number(strconv.Itoa(version)))
+		o.Set("updated_at", stamp(updatedAt))
+	}
+	if err := ValidateValue(v); err != nil {
+		return nil, err
+	}
+	return jsonpatch.Encode(v)
 }
-
-// Header returns the bounded header of a state document (≤ MaxHeaderBytes of JSON).
-func Header(doc []byte, m Metrics) ([]byte, error) { return nil, errors.New("not implemented yet") }

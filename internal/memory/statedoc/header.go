@@ -1,0 +1,296 @@
+package statedoc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Header bounds (seed 004).
+const (
+	MaxHeaderBytes    = 2048
+	MaxTopFacts       = 10
+	MaxTopConstraints = 5
+	MaxOpenQuestions  = 5
+	MaxNextSteps      = 5
+	MaxArtifactRefs   = 10
+	MaxLastActions    = 5
+)
+
+// Metrics are the live counters the daemon puts into a header. A zero field falls back to
+// the same counter in the document's metrics object.
+type Metrics struct {
+	CacheHits     int64 `json:"cache_hits"`
+	TokensAvoided int64 `json:"tokens_avoided"`
+}
+
+// Header returns the bounded header of a state document as compact JSON of at most
+// MaxHeaderBytes bytes. Its members, in order:
+//
+//	$schema, thread_id, version,
+//	top_facts (newest 10), top_constraints (first 5), open_questions (first 5 open),
+//	next_steps (first 5 pending plan steps), artifact_refs (newest 10), last_actions (newest 5),
+//	metrics {cache_hits, tokens_avoided},
+//	totals {<list>: how many items the list was chosen from},
+//	truncated {<list>: how many items the size cap removed} (only when something was removed).
+//
+// Lists keep document order. Over the cap, items go oldest fact first, then oldest last
+// action, oldest artifact ref, and finally the last next step, open question and constraint.
+func Header(doc []byte, m Metrics) ([]byte, error) {
+	h, _, err := HeaderInfo(doc, m)
+	return h, err
+}
+
+// HeaderInfo is Header that also reports whether the size cap removed anything (the daemon
+// signals it with X-Relay-Truncated).
+func HeaderInfo(doc []byte, m Metrics) ([]byte, bool, error) {
+	h, err := collect(doc, m)
+	if err != nil {
+		return nil, false, err
+	}
+	out := h.render(nil)
+	for len(out) > MaxHeaderBytes {
+		if !h.dropOne() {
+			return nil, false, fmt.Errorf("state header cannot fit in %d bytes even with every list empty (%d bytes); check thread_id and metrics", MaxHeaderBytes, len(out))
+		}
+		out = h.render(out[:0])
+	}
+	return out, len(h.truncated) > 0, nil
+}
+
+// header list indexes, in output order.
+const (
+	hFacts = iota
+	hConstraints
+	hQuestions
+	hSteps
+	hArtifacts
+	hActions
+	nLists
+)
+
+var headerNames = [nLists]string{"top_facts", "top_constraints", "open_questions", "next_steps", "artifact_refs", "last_actions"}
+
+// dropOrder lists which header list loses an item next, and from which end.
+var dropOrder = []struct {
+	list   int
+	oldest bool // drop from the front (oldest) rather than the back
+}{
+	{hFacts, true}, {hActions, true}, {hArtifacts, true}, {hSteps, false}, {hQuestions, false}, {hConstraints, false},
+}
+
+type header struct {
+	schema, threadID, version []byte
+	lists                     [nLists][][]byte
+	totals                    [nLists]int
+	cacheHits, tokensAvoided  []byte
+	truncated                 map[int]int
+}
+
+func (h *header) dropOne() bool {
+	for _, d := range dropOrder {
+		l := h.lists[d.list]
+		if len(l) == 0 {
+			continue
+		}
+		if d.oldest {
+			h.lists[d.list] = l[1:]
+		} else {
+			h.lists[d.list] = l[:len(l)-1]
+		}
+		if h.truncated == nil {
+			h.truncated = map[int]int{}
+		}
+		h.truncated[d.list]++
+		return true
+	}
+	return false
+}
+
+func (h *header) render(b []byte) []byte {
+	b = append(b, `{"$schema":`...)
+	b = append(b, h.schema...)
+	b = append(b, `,"thread_id":`...)
+	b = append(b, h.threadID...)
+	b = append(b, `,"version":`...)
+	b = append(b, h.version...)
+	for i, name := range headerNames {
+		b = append(b, `,"`...)
+		b = append(b, name...)
+		b = append(b, `":[`...)
+		for j, it := range h.lists[i] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, it...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"metrics":{"cache_hits":`...)
+	b = append(b, h.cacheHits...)
+	b = append(b, `,"tokens_avoided":`...)
+	b = append(b, h.tokensAvoided...)
+	b = append(b, `},"totals":{`...)
+	for i, name := range headerNames {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, int64(h.totals[i]), 10)
+	}
+	b = append(b, '}')
+	if len(h.truncated) > 0 {
+		b = append(b, `,"truncated":{`...)
+		first := true
+		for i, name := range headerNames {
+			if n := h.truncated[i]; n > 0 {
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				b = append(b, '"')
+				b = append(b, name...)
+				b = append(b, `":`...)
+				b = strconv.AppendInt(b, int64(n), 10)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// compact returns the compact form of one raw JSON value, validating it.
+func compact(d []byte, s span) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, d[s.start:s.end]); err != nil {
+		return nil, &scanError{s.start, err.Error()}
+	}
+	return buf.Bytes(), nil
+}
+
+func collect(d []byte, m Metrics) (*header, error) {
+	h := &header{schema: []byte(strconv.Quote(Schema)), threadID: []byte(`""`), version: []byte("0"),
+		cacheHits: []byte("0"), tokensAvoided: []byte("0")}
+	spans := map[string]span{}
+	root := span{skipSpace(d, 0), len(d)}
+	err := eachMember(d, root, func(key []byte, v span) error {
+		switch k := string(key); k {
+		case "$schema", "thread_id", "version", "metrics", "facts", "constraints", "open_questions", "plan", "artifacts", "last_actions":
+			spans[k] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, dst := range map[string]*[]byte{"$schema": &h.schema, "thread_id": &h.threadID, "version": &h.version} {
+		if s, ok := spans[k]; ok {
+			if *dst, err = compact(d, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s, ok := spans["metrics"]; ok && d[s.start] == '{' {
+		err := eachMember(d, s, func(key []byte, v span) error {
+			switch string(key) {
+			case "cache_hits":
+				h.cacheHits = numberOr(d[v.start:v.end], h.cacheHits)
+			case "tokens_avoided":
+				h.tokensAvoided = numberOr(d[v.start:v.end], h.tokensAvoided)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if m.CacheHits != 0 {
+		h.cacheHits = strconv.AppendInt(nil, m.CacheHits, 10)
+	}
+	if m.TokensAvoided != 0 {
+		h.tokensAvoided = strconv.AppendInt(nil, m.TokensAvoided, 10)
+	}
+
+	// Newest items: keep a ring of the last n spans while counting them all.
+	last := func(list string, n, idx int) error {
+		s, ok := spans[list]
+		if !ok {
+			return nil
+		}
+		ring := make([]span, n)
+		count := 0
+		if err := eachElement(d, s, func(v span) error {
+			ring[count%n] = v
+			count++
+			return nil
+		}); err != nil {
+			return err
+		}
+		h.totals[idx] = count
+		for i := max(0, count-n); i < count; i++ {
+			c, err := compact(d, ring[i%n])
+			if err != nil {
+				return err
+			}
+			h.lists[idx] = append(h.lists[idx], c)
+		}
+		return nil
+	}
+	// First items, optionally only those whose status member passes keep.
+	first := func(list string, n, idx int, keep func(status string, has bool) bool) error {
+		s, ok := spans[list]
+		if !ok {
+			return nil
+		}
+		return eachElement(d, s, func(v span) error {
+			if keep != nil {
+				if d[v.start] != '{' {
+					return nil
+				}
+				st, has, err := stringMember(d, v, "status")
+				if err != nil {
+					return err
+				}
+				if !keep(st, has) {
+					return nil
+				}
+			}
+			h.totals[idx]++
+			if len(h.lists[idx]) < n {
+				c, err := compact(d, v)
+				if err != nil {
+					return err
+				}
+				h.lists[idx] = append(h.lists[idx], c)
+			}
+			return nil
+		})
+	}
+	statusIs := func(want string) func(string, bool) bool {
+		return func(st string, has bool) bool { return !has || st == "" || st == want }
+	}
+	for _, err := range []error{
+		last("facts", MaxTopFacts, hFacts),
+		first("constraints", MaxTopConstraints, hConstraints, nil),
+		first("open_questions", MaxOpenQuestions, hQuestions, statusIs("open")),
+		first("plan", MaxNextSteps, hSteps, statusIs("pending")),
+		last("artifacts", MaxArtifactRefs, hArtifacts),
+		last("last_actions", MaxLastActions, hActions),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// numberOr returns raw when it is a plain JSON integer, else def.
+func numberOr(raw, def []byte) []byte {
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return raw
+	}
+	return def
+}
