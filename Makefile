@@ -1,0 +1,36 @@
+# relay: `make install` puts relay in $(go env GOPATH)/bin; `make test` runs every test tier.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/relaydev/relay/internal/cli.version=$(VERSION)
+
+.PHONY: build install test test-go test-sdk lint fuzz bench
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/relay ./cmd/relay
+
+install:
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/relay
+	@case ":$$PATH:" in *":$$($(GO) env GOPATH)/bin:"*) ;; \
+	  *) echo "relay is in $$($(GO) env GOPATH)/bin; add it to PATH: export PATH=\"\$$PATH:$$($(GO) env GOPATH)/bin\"" ;; esac
+
+# The whole suite: Go (unit, conformance, fuzz seeds, testscript end to end) with
+# the race detector, then the SDK, web UI and real-CLI tiers, which skip with a
+# message when their tools are missing (.ci/run installs them).
+test: test-go test-sdk
+
+test-go:
+	$(GO) test -race -count=1 ./...
+
+test-sdk:
+	@if [ -x scripts/test-sdk.sh ]; then scripts/test-sdk.sh; fi
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+fuzz:
+	scripts/fuzz.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
