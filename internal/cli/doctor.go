@@ -42,6 +42,7 @@ type doctorCheck struct {
 func doctorChecks() []doctorCheck {
 	var checks []doctorCheck
 	checks = append(checks, coreDoctorChecks()...)
+	checks = append(checks, askDoctorChecks()...)
 	return checks
 }
 

@@ -93,6 +93,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdPrompt(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdConfig(f))
+	root.AddCommand(newCmdAsk(f, nil))
+	root.AddCommand(newCmdBackends(f, nil))
 
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return WithHint(UsageError(err), c.CommandPath()+" --help")

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/ask"
+	"github.com/relaydev/relay/internal/ask/backend"
+	"github.com/relaydev/relay/internal/iostreams"
+)
+
+// AskOptions are the inputs of `relay ask`.
+type AskOptions struct {
+	IO      *iostreams.IOStreams
+	WorkDir func() (string, error)
+	Environ func() []string
+	Home    func() (string, error)
+	// Asker is injected by tests; nil means the real backends.
+	Asker *ask.Asker
+
+	To          string
+	Prompt      string
+	Repo        string
+	ContextFile string
+	ContextText string
+	IncludeDiff bool
+	DiffBase    string
+	Sandbox     string
+	Model       string
+	Timeout     int
+	MaxDepth    int
+	Session     string
+	JSON        bool
+}
+
+func newCmdAsk(f *Factory, runF func(*AskOptions) error) *cobra.Command {
+	opts := &AskOptions{IO: f.IO, WorkDir: f.WorkDir, Environ: os.Environ, Home: f.Home}
+	cmd := &cobra.Command{
+		Use:   "ask --to BACKEND --prompt TEXT|-",
+		Short: "Phone a friend: ask another agent CLI (codex, claude, gemini, …) for advice",
+		Long: `Send a prompt, optional context and the git diff to another coding agent CLI
+and print its answer. The prompt goes to the friend on stdin inside the same
+envelope as phone-a-friend, under byte limits (context 200,000; diff 300,000;
+whole prompt 500,000) and a recursion guard (PHONE_A_FRIEND_DEPTH).
+
+Backends: ` + strings.Join(backend.Names(), ", ") + `. --to a,b asks several in parallel.
+Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
+		Example: `  relay ask --to codex --prompt "Review this change for bugs" --include-diff
+  relay ask --to claude,gemini --prompt - --context-file notes.md < question.txt
+  relay ask --to codex --diff-base main --prompt "Is this branch ready to merge?" --json
+  relay ask --to claude --session design --prompt "And what about the error path?"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.IncludeDiff && opts.DiffBase != "" {
+				return WithHint(Usagef("use --include-diff or --diff-base, not both"), "relay ask --help")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return askRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.To, "to", "codex", "friend backend(s), comma-separated: "+strings.Join(backend.Names(), ", "))
+	fl.StringVar(&opts.Prompt, "prompt", "", "the question; - reads it from stdin")
+	fl.StringVar(&opts.Repo, "repo", "", "repository the friend works in (default: current directory)")
+	fl.StringVar(&opts.ContextFile, "context-file", "", "file whose text is added as context (max 200,000 bytes)")
+	fl.StringVar(&opts.ContextText, "context-text", "", "text added as context (max 200,000 bytes)")
+	fl.BoolVar(&opts.IncludeDiff, "include-diff", false, "add `git diff` (unstaged changes)")
+	fl.StringVar(&opts.DiffBase, "diff-base", "", "add `git diff REF...HEAD` plus uncommitted changes (branch review)")
+	fl.StringVar(&opts.Sandbox, "sandbox", backend.ReadOnly, "read-only, workspace-write or danger-full-access")
+	fl.StringVar(&opts.Model, "model", "", "model passed to the friend CLI")
+	fl.IntVar(&opts.Timeout, "timeout", ask.DefaultTimeout, "seconds before the friend is killed (with everything it started)")
+	fl.IntVar(&opts.MaxDepth, "max-depth", ask.DefaultMaxDepth, "refuse when PHONE_A_FRIEND_DEPTH is at or above this")
+	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this label (codex, claude, gemini)")
+	fl.BoolVar(&opts.JSON, "json", false, "print {backend, model, answer, duration_ms, tokens, cost_usd} as JSON")
+	return cmd
+}
+
+// askJSON is the stable --json shape; unknown values are left out.
+type askJSON struct {
+	Backend    string      `json:"backend"`
+	Model      string      `json:"model,omitempty"`
+	Answer     string      `json:"answer"`
+	DurationMS int64       `json:"duration_ms"`
+	Tokens     *askTokens  `json:"tokens,omitempty"`
+	CostUSD    *float64    `json:"cost_usd,omitempty"`
+	Session    string      `json:"session,omitempty"`
+	Error      *askJSONErr `json:"error,omitempty"`
+}
+
+type askTokens struct {
+	Input  *int64 `json:"input,omitempty"`
+	Output *int64 `json:"output,omitempty"`
+}
+
+type askJSONErr struct {
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+func askRun(ctx context.Context, opts *AskOptions) error {
+	if opts.Prompt == "-" {
+		b, err := io.ReadAll(opts.IO.In)
+		if err != nil {
+			return WithHint(fmt.Errorf("cannot read the prompt from stdin: %w", err), "pass it with --prompt TEXT instead")
+		}
+		opts.Prompt = string(b)
+	}
+	wd, err := opts.WorkDir()
+	if err != nil {
+		return WithHint(fmt.Errorf("cannot find the current directory: %w", err), "cd into the repository and try again")
+	}
+	asker := opts.Asker
+	if asker == nil {
+		var store *ask.SessionStore
+		if home, err := opts.Home(); err == nil && home != "" {
+			store = &ask.SessionStore{Dir: filepath.Join(home, "ask")}
+		}
+		asker = ask.New(store)
+	}
+	req := ask.Request{
+		To: strings.Split(opts.To, ","), Prompt: opts.Prompt, Repo: opts.Repo,
+		ContextFile: opts.ContextFile, ContextText: opts.ContextText,
+		IncludeDiff: opts.IncludeDiff, DiffBase: opts.DiffBase,
+		Sandbox: opts.Sandbox, Model: opts.Model, TimeoutSeconds: opts.Timeout,
+		MaxDepth: opts.MaxDepth, Session: opts.Session, Env: opts.Environ(), WorkDir: wd,
+	}
+	p, err := asker.Prepare(ctx, req)
+	if err != nil {
+		return askError(err)
+	}
+	answers := asker.Run(ctx, p)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, a := range answers {
+		if a.NewSession && a.Err == nil {
+			fmt.Fprintf(opts.IO.ErrOut, "Started conversation %q with %s; continue it with --session %s\n", a.Session, a.Backend, a.Session)
+		}
+	}
+	return printAnswers(opts, answers)
+}
+
+func printAnswers(opts *AskOptions, answers []ask.Answer) error {
+	out, errOut := opts.IO.Out, opts.IO.ErrOut
+	failed := 0
+	for _, a := range answers {
+		if a.Err != nil {
+			failed++
+		}
+	}
+	if opts.JSON {
+		docs := make([]askJSON, len(answers))
+		for i, a := range answers {
+			docs[i] = toAskJSON(a)
+		}
+		var err error
+		if len(docs) == 1 {
+			err = writeJSON(out, docs[0])
+		} else {
+			err = writeJSON(out, docs)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(answers) == 1 {
+		a := answers[0]
+		if a.Err != nil {
+			return askError(a.Err)
+		}
+		if !opts.JSON {
+			fmt.Fprintln(out, a.Text)
+		}
+		return nil
+	}
+	for i, a := range answers {
+		if a.Err != nil {
+			fmt.Fprintf(errOut, "Error (%s): %s\n", a.Backend, a.Err.Message)
+			if a.Err.Hint != "" {
+				fmt.Fprintf(errOut, "Try: %s\n", a.Err.Hint)
+			}
+			continue
+		}
+		if opts.JSON {
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "=== %s ===\n%s\n", a.Backend, a.Text)
+	}
+	if failed > 0 {
+		fmt.Fprintf(errOut, "%d of %d friends failed.\n", failed, len(answers))
+		return ExitCode(exitError, ErrSilent)
+	}
+	return nil
+}
+
+func toAskJSON(a ask.Answer) askJSON {
+	j := askJSON{Backend: a.Backend, Model: a.Model, Answer: a.Text, DurationMS: a.Duration.Milliseconds(),
+		CostUSD: a.CostUSD, Session: a.Session}
+	if a.InputTokens != nil || a.OutputTokens != nil {
+		j.Tokens = &askTokens{Input: a.InputTokens, Output: a.OutputTokens}
+	}
+	if a.Err != nil {
+		j.Error = &askJSONErr{Message: a.Err.Message, Hint: a.Err.Hint}
+	}
+	return j
+}
+
+// askError keeps ask's message exactly (the seed's text) and its hint.
+func askError(err error) error {
+	var ae *ask.Error
+	if errors.As(err, &ae) {
+		return WithHint(errors.New(ae.Message), ae.Hint)
+	}
+	return err
+}
