@@ -369,8 +369,8 @@ var errStop = errors.New("stream callback failed")
 
 type stopError struct{ err error }
 
-func (e stopError) Error() string { return e.err.Error() }
-func (e stopError) Unwrap() error { return e.err }
+func (e stopError) Error() string   { return e.err.Error() }
+func (e stopError) Unwrap() error   { return e.err }
 func (e stopError) Is(t error) bool { return t == errStop }
 
 func (c *Client) streamOnce(ctx context.Context, id string, after int64, fn func(memory.Event) error) (int64, error) {
