@@ -3,8 +3,6 @@ package txn
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"slices"
 
 	"github.com/relaydev/relay/internal/patch"
 )
@@ -35,6 +33,9 @@ type PlanStep struct {
 	// (1-based, inclusive; From > To means a pure insertion before From).
 	LinesFrom int `json:"linesFrom,omitempty"`
 	LinesTo   int `json:"linesTo,omitempty"`
+	// Blocks says where each block or hunk matched, from the patch engine.
+	Blocks         []patch.BlockResult `json:"blocks,omitempty"`
+	AlreadyApplied bool                `json:"alreadyApplied,omitempty"`
 }
 
 // patchError is a code block that could not be applied to its file.
@@ -81,8 +82,9 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 		}
 		return name, nil
 	}
-	if e.Patch == nil {
-		return nil, errors.New("no patch engine configured")
+	apply := e.Patch
+	if apply == nil {
+		apply = patch.Apply
 	}
 	for i, op := range req.Response.Operations {
 		switch op.Kind {
@@ -97,11 +99,19 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 				strategy = patch.Replace
 			}
 			out := op.Content
+			var blocks []patch.BlockResult
+			already := false
 			if req.RevertOf == "" || strategy != patch.Replace {
 				// A revert writes snapshot bytes verbatim; anything else goes through the engine.
-				var err error
-				if out, err = e.Patch(cur.content, cur.exists, strategy, op.Content); err != nil {
+				res, err := apply(cur.content, cur.exists, strategy, op.Content, patch.Options{FuzzyThreshold: e.Opts.FuzzyThreshold})
+				var ae *patch.ApplyError
+				switch {
+				case errors.As(err, &ae) && ae.AlreadyApplied:
+					out, already = cur.content, true // re-applying the same answer changes nothing
+				case err != nil:
 					return nil, &patchError{Path: name, Strategy: strategy, Err: err}
+				default:
+					out, blocks = res.Content, res.Blocks
 				}
 			}
 			next := vfile{content: out, exists: true, mode: cur.mode, modeSet: cur.modeSet}
@@ -112,13 +122,17 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 				next.mode, next.modeSet = m.Perm(), true
 			}
 			pl.final[name] = next
-			step := PlanStep{Kind: op.Kind, Path: name, Strategy: strategy, New: !cur.exists}
+			step := PlanStep{Kind: op.Kind, Path: name, Strategy: strategy, New: !cur.exists, Blocks: blocks, AlreadyApplied: already}
 			step.Added, step.Removed = lineStat(cur.content, out)
 			if af, at, _, _, ok := changedRange(cur.content, out); ok && cur.exists {
 				step.LinesFrom, step.LinesTo = af, at
 			}
 			pl.steps = append(pl.steps, step)
-			pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Written: %s (+%d, -%d)", name, step.Added, step.Removed))
+			if already {
+				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Unchanged: %s (the %s block is already applied)", name, strategy))
+			} else {
+				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Written: %s (+%d, -%d)", name, step.Added, step.Removed))
+			}
 		case patch.OpDelete:
 			name, err := touch(op.Path)
 			if err != nil {
@@ -257,6 +271,3 @@ func (e *Engine) DryRun(req Request) (*Plan, error) {
 	}
 	return &Plan{UUID: req.Response.Control.UUID, Steps: pl.steps, Files: pl.fileChanges()}, nil
 }
-
-var _ = slices.Clone[[]string]
-var _ fs.FileMode

@@ -34,10 +34,11 @@ type Options struct {
 	AutoGitBranch        bool
 	GitBranchPrefix      string
 	GitBranchTemplate    string // "uuid" or "gitCommitMsg"
+	FuzzyThreshold       float64
 }
 
-// Patcher applies one code block body to a file's content.
-type Patcher func(original string, exists bool, strategy patch.Strategy, body string) (string, error)
+// Patcher applies one code block body to a file's content (patch.Apply).
+type Patcher func(original string, exists bool, strategy patch.Strategy, body string, opts patch.Options) (patch.Result, error)
 
 // CommandResult is a finished shell command.
 type CommandResult struct {
@@ -52,8 +53,9 @@ type Runner func(ctx context.Context, dir, script string) (CommandResult, error)
 
 // Engine runs transactions in one project directory.
 type Engine struct {
-	Dir   string
-	Opts  Options
+	Dir  string
+	Opts Options
+	// Patch applies code blocks; nil uses patch.Apply.
 	Patch Patcher
 	// Shell runs preCommand, postCommand and the linter; nil uses sh -c.
 	Shell Runner

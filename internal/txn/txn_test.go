@@ -19,18 +19,18 @@ const testUUID = "11111111-2222-4333-8444-555555555555"
 
 // fakePatch understands replace and a tiny "OLD=>NEW" search-replace, so
 // these tests do not depend on the real engine.
-func fakePatch(original string, exists bool, s patch.Strategy, body string) (string, error) {
+func fakePatch(original string, exists bool, s patch.Strategy, body string, _ patch.Options) (patch.Result, error) {
 	if s == patch.Replace {
-		return body, nil
+		return patch.Result{Content: body, Strategy: s}, nil
 	}
 	if !exists {
-		return "", errors.New("file does not exist")
+		return patch.Result{}, errors.New("file does not exist")
 	}
 	old, repl, ok := strings.Cut(body, "=>")
 	if !ok || !strings.Contains(original, old) {
-		return "", fmt.Errorf("search text %q not found", old)
+		return patch.Result{}, fmt.Errorf("search text %q not found", old)
 	}
-	return strings.Replace(original, old, repl, 1), nil
+	return patch.Result{Content: strings.Replace(original, old, repl, 1), Strategy: s}, nil
 }
 
 func writeTree(t *testing.T, dir string, files map[string]string) {
