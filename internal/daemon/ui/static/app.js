@@ -230,12 +230,20 @@ async function threadView(r, seq, sameThread) {
   document.title = `${ctx.thread.name || shortId(ctx.id)} · relay`;
   for (const a of ctx.shell.tabs.querySelectorAll("a")) a.classList.toggle("active", a.dataset.tab === r.tab);
   ctx.listeners.clear();
-  const body = clear(ctx.shell.body);
-  body.appendChild(h("div", { class: "loading" }, "Loading…"));
+  const body = ctx.shell.body;
+  // Show "Loading…" only when a view is slow, so live refreshes do not flicker.
+  const slow = setTimeout(() => seq === renderSeq && clear(body).appendChild(h("div", { class: "loading" }, "Loading…")), sameThread ? 400 : 0);
   const view = { overview: overviewTab, state: stateTab, versions: versionsTab, artifacts: artifactsTab, events: eventsTab, caps: capsTab }[r.tab] || overviewTab;
-  const el = await view(ctx, r, seq);
+  let el;
+  try {
+    el = await view(ctx, r, seq);
+  } finally {
+    clearTimeout(slow);
+  }
   if (seq !== renderSeq || !el) return;
+  const y = window.scrollY;
   clear(body).appendChild(el);
+  if (sameThread) window.scrollTo(0, y);
 }
 
 function buildThreadShell(ctx) {
@@ -307,10 +315,15 @@ function startFollowing(ctx) {
       ctx.eventIds.add(ev.id);
       ctx.events.push(ev);
       for (const fn of ctx.listeners) fn(ev);
-      // Coalesce bursts of events into one refresh of the header figures.
+      // Coalesce bursts of events into one refresh of the figures and of views that show them.
       if (ctx.caughtUp) {
         clearTimeout(refreshTimer);
-        refreshTimer = setTimeout(() => refreshThread(ctx), 250);
+        refreshTimer = setTimeout(async () => {
+          await refreshThread(ctx);
+          const r = current;
+          const auto = r.view === "thread" && r.id === ctx.id && (r.tab === "overview" || ((r.tab === "versions" || r.tab === "artifacts") && !r.args.length));
+          if (auto && threadCtx === ctx && !document.querySelector("dialog[open]")) route();
+        }, 300);
       }
     },
     (state, msg) => {
