@@ -1,0 +1,249 @@
+package ask_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The real-CLI tier: the pinned npm releases of codex, gemini, claude and qwen
+// (scripts/install-friend-clis.sh) run under `relay ask` against fakeLLM on
+// 127.0.0.1 with a throwaway HOME. It catches a CLI changing its flags, its
+// stdin handling or its output format. Opt in with RELAY_REAL_CLIS=1;
+// FRIEND_CLIS_BIN overrides where the CLIs are (default .cache/friend-clis/node_modules/.bin).
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatal("go.mod not found above " + dir)
+		}
+	}
+}
+
+var (
+	relayBinOnce sync.Once
+	relayBin     string
+	relayBinErr  error
+)
+
+// buildRelay compiles cmd/relay once: the tier runs the real binary, so the
+// CLIs see exactly what a user's `relay ask` gives them.
+func buildRelay(t *testing.T, root string) string {
+	t.Helper()
+	relayBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "relay-realcli-")
+		if err != nil {
+			relayBinErr = err
+			return
+		}
+		relayBin = filepath.Join(dir, "relay")
+		cmd := exec.Command("go", "build", "-o", relayBin, "./cmd/relay")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			relayBinErr = err
+			relayBin = string(out)
+		}
+	})
+	if relayBinErr != nil {
+		t.Fatalf("go build ./cmd/relay: %v\n%s", relayBinErr, relayBin)
+	}
+	return relayBin
+}
+
+type realCLI struct {
+	name  string
+	model string // passed with --model ("" = the CLI's configured default)
+	setup func(t *testing.T, home, url string) []string
+}
+
+var realCLIs = []realCLI{
+	{name: "codex", setup: func(t *testing.T, home, url string) []string {
+		codexHome := filepath.Join(home, ".codex")
+		mustWrite(t, filepath.Join(codexHome, "config.toml"), `model = "fake-model"
+model_provider = "fakeprov"
+
+[model_providers.fakeprov]
+name = "fakeprov"
+base_url = "`+url+`/v1"
+env_key = "FAKE_OPENAI_KEY"
+wire_api = "responses"
+`)
+		return []string{"CODEX_HOME=" + codexHome, "FAKE_OPENAI_KEY=sk-fake"}
+	}},
+	{name: "claude", model: "sonnet", setup: func(t *testing.T, home, url string) []string {
+		return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_TELEMETRY=1",
+			"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=dumb"}
+	}},
+	{name: "gemini", model: "gemini-2.5-flash", setup: func(t *testing.T, home, url string) []string {
+		mustWrite(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
+		return []string{"GEMINI_API_KEY=fake-key", "GOOGLE_GEMINI_BASE_URL=" + url, "TERM=xterm-256color"}
+	}},
+	{name: "qwen", model: "fake-model", setup: func(t *testing.T, home, url string) []string {
+		mustWrite(t, filepath.Join(home, ".qwen", "settings.json"), `{"security":{"auth":{"selectedType":"openai"}}}`)
+		return []string{"OPENAI_API_KEY=sk-fake", "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_MODEL=fake-model"}
+	}},
+}
+
+func mustWrite(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t.invalid", "GIT_COMMITTER_NAME=t",
+			"GIT_COMMITTER_EMAIL=t@t.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	mustWrite(t, filepath.Join(dir, "main.go"), "package main\n\nfunc main() {}\n")
+	run("add", ".")
+	run("commit", "-q", "-m", "init")
+	mustWrite(t, filepath.Join(dir, "main.go"), "package main\n\nfunc main() { println(\"DIFF-MARKER\") }\n")
+	return dir
+}
+
+type askOut struct {
+	Backend    string `json:"backend"`
+	Model      string `json:"model"`
+	Answer     string `json:"answer"`
+	DurationMS int64  `json:"duration_ms"`
+	Tokens     *struct {
+		Input  *int64 `json:"input"`
+		Output *int64 `json:"output"`
+	} `json:"tokens"`
+	CostUSD *float64 `json:"cost_usd"`
+	Session string   `json:"session"`
+}
+
+func TestRealCLIs(t *testing.T) {
+	if os.Getenv("RELAY_REAL_CLIS") != "1" {
+		t.Skip("set RELAY_REAL_CLIS=1 (after scripts/install-friend-clis.sh) to run the real friend CLIs")
+	}
+	root := repoRoot(t)
+	bin := os.Getenv("FRIEND_CLIS_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
+	}
+	relay := buildRelay(t, root)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node not on PATH: the friend CLIs need it")
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git not on PATH")
+	}
+	for _, c := range realCLIs {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := os.Stat(filepath.Join(bin, c.name)); err != nil {
+				t.Fatalf("%s not installed in %s: run scripts/install-friend-clis.sh", c.name, bin)
+			}
+			srv := newFakeLLM(t, "FAKE-ANSWER from the "+c.name+" friend.")
+			home := t.TempDir()
+			repo := gitRepo(t)
+			env := []string{
+				"PATH=" + strings.Join([]string{bin, filepath.Dir(node), filepath.Dir(git), "/usr/bin", "/bin"}, ":"),
+				"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(),
+				"NO_COLOR=1", "CI=1", "LANG=C.UTF-8",
+			}
+			env = append(env, c.setup(t, home, srv.URL)...)
+
+			ask := func(t *testing.T, prompt string, extra ...string) askOut {
+				args := []string{"ask", "--to", c.name, "--prompt", prompt, "--repo", repo, "--json", "--timeout", "120"}
+				if c.model != "" {
+					args = append(args, "--model", c.model)
+				}
+				args = append(args, extra...)
+				ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, relay, args...)
+				cmd.Env, cmd.Dir = env, repo
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				start := time.Now()
+				err := cmd.Run()
+				t.Logf("relay %s: %s, %d requests so far", strings.Join(args[:3], " "), time.Since(start).Round(time.Millisecond), len(srv.requests()))
+				if err != nil {
+					for _, r := range srv.requests() {
+						t.Logf("server saw %s %s model=%q stream=%v", r.Method, r.Path, r.Model, r.Stream)
+					}
+					t.Fatalf("relay ask --to %s: %v\nstdout:\n%s\nstderr:\n%s", c.name, err, stdout.String(), stderr.String())
+				}
+				var out askOut
+				if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+					t.Fatalf("--json output: %v\n%s", err, stdout.String())
+				}
+				return out
+			}
+
+			prompt := "PROMPT-MARKER-" + c.name + ": is this change safe?"
+			out := ask(t, prompt, "--include-diff")
+			if out.Backend != c.name || out.Answer != srv.Answer {
+				t.Errorf("got backend %q answer %q, want %q", out.Backend, out.Answer, srv.Answer)
+			}
+			for _, want := range []string{"Request:\n" + prompt, "Repository path: " + repo, "Git Diff:\n", "DIFF-MARKER"} {
+				if !srv.sawText(want) {
+					t.Errorf("the fake LLM never saw %q in a request body", want)
+				}
+			}
+			if out.Tokens == nil || out.Tokens.Output == nil {
+				t.Logf("%s reported no output tokens: %+v", c.name, out)
+			}
+			t.Logf("%s: model=%q tokens=%v cost=%v duration=%dms", c.name, out.Model, tokensStr(out), costStr(out.CostUSD), out.DurationMS)
+		})
+	}
+}
+
+func tokensStr(o askOut) string {
+	if o.Tokens == nil {
+		return "-"
+	}
+	f := func(p *int64) string {
+		if p == nil {
+			return "?"
+		}
+		return strings.TrimSpace(strings.Repeat(" ", 0) + itoa(*p))
+	}
+	return f(o.Tokens.Input) + "/" + f(o.Tokens.Output)
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func costStr(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	b, _ := json.Marshal(*c)
+	return string(b)
+}
