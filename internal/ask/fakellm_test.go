@@ -224,7 +224,7 @@ func (f *fakeLLM) chat(w http.ResponseWriter, model string, stream bool) {
 	if !stream {
 		writeJSON(w, map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
 			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": f.Answer}, "finish_reason": "stop"}},
-			"usage": usage})
+			"usage":   usage})
 		return
 	}
 	s := newSSE(w)
