@@ -899,3 +899,25 @@ func (s *SQLite) Check(ctx context.Context) error {
 }
 
 var _ Store = (*SQLite)(nil)
+
+// QuickCheck opens home's store read-only (safe while the daemon runs) and runs
+// PRAGMA quick_check. A missing store is an fs.ErrNotExist error.
+func QuickCheck(ctx context.Context, home string) error {
+	path := filepath.Join(home, DBFile)
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var res string
+	if err := db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&res); err != nil {
+		return fmt.Errorf("check %s: %w", path, err)
+	}
+	if res != "ok" {
+		return fmt.Errorf("%s is damaged: %s", path, res)
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/memory"
+)
+
+func newCmdArtifact(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "artifact",
+		Short: "Store content once and pass its ref instead of the text",
+	}
+	cmd.AddCommand(newCmdArtifactPut(f, nil), newCmdArtifactGet(f, nil), newCmdArtifactLs(f, nil))
+	return cmd
+}
+
+// ArtifactPutOptions are the inputs of `relay artifact put`.
+type ArtifactPutOptions struct {
+	F          *Factory
+	ThreadID   string
+	Path       string
+	Type       string
+	Name       string
+	CreatedBy  string
+	Capability string
+	JSON       bool
+}
+
+func newCmdArtifactPut(f *Factory, runF func(*ArtifactPutOptions) error) *cobra.Command {
+	opts := &ArtifactPutOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "put <file|->",
+		Short: "Store a file (or stdin) as an artifact and print its ref",
+		Long: `Store content as an artifact of the thread and print its artifact_ref.
+The type (markdown, json, html, text, binary, tool_output, email) is detected when not
+given. Identical content in a thread is stored once: the existing ref is printed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return artifactPutRun(cmd.Context(), opts)
+		},
+	}
+	threadFlag(cmd, f, &opts.ThreadID)
+	cmd.Flags().StringVar(&opts.Type, "type", "", "artifact type (default: detected)")
+	cmd.Flags().StringVar(&opts.Name, "name", "", "name to record (default: the file's base name)")
+	cmd.Flags().StringVar(&opts.CreatedBy, "created-by", "", "provenance: who made it (default: $USER via relay)")
+	cmd.Flags().StringVar(&opts.Capability, "capability", "", "provenance: the capability that produced it")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the artifact's metadata as JSON")
+	return cmd
+}
+
+func artifactPutRun(ctx context.Context, opts *ArtifactPutOptions) error {
+	id, err := threadArg(opts.F, opts.ThreadID)
+	if err != nil {
+		return err
+	}
+	if opts.Type != "" && !memory.ValidType(opts.Type) {
+		return Usagef("--type %q is not one of %v", opts.Type, memory.ArtifactTypes)
+	}
+	var body io.Reader
+	name := opts.Name
+	if opts.Path == "-" {
+		body = opts.F.IO.In
+	} else {
+		fh, err := os.Open(opts.Path)
+		if err != nil {
+			return fmt.Errorf("read the artifact: %w", err)
+		}
+		defer fh.Close()
+		if st, err := fh.Stat(); err == nil {
+			if st.IsDir() {
+				return Usagef("%s is a directory; put one file at a time", opts.Path)
+			}
+			if st.Size() > memory.MaxArtifactSize {
+				return fmt.Errorf("%s is %d bytes; artifacts are limited to %d bytes", opts.Path, st.Size(), memory.MaxArtifactSize)
+			}
+		}
+		body = fh
+		if name == "" {
+			name = filepath.Base(opts.Path)
+		}
+	}
+	createdBy := opts.CreatedBy
+	if createdBy == "" {
+		createdBy = "cli"
+		if u := opts.F.Getenv("USER"); u != "" {
+			createdBy = "cli:" + u
+		}
+	}
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	a, err := c.PutArtifact(ctx, id, client.PutArtifactParams{Name: name, Type: opts.Type, CreatedBy: createdBy, Capability: opts.Capability, Content: body})
+	if err != nil {
+		return apiErr(err, id)
+	}
+	if opts.JSON {
+		return writeJSON(opts.F.IO.Out, a)
+	}
+	if a.Deduplicated {
+		fmt.Fprintln(opts.F.IO.ErrOut, "identical content was already stored in this thread; reusing its ref")
+	}
+	return printKV(opts.F, "artifact_ref", a.Ref)
+}
+
+// ArtifactGetOptions are the inputs of `relay artifact get`.
+type ArtifactGetOptions struct {
+	F        *Factory
+	ThreadID string
+	Ref      string
+	Out      string
+	JSON     bool
+}
+
+func newCmdArtifactGet(f *Factory, runF func(*ArtifactGetOptions) error) *cobra.Command {
+	opts := &ArtifactGetOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "get <ref>",
+		Short: "Show an artifact's metadata and preview, or save its content with --out",
+		Long: `Without --out, print the artifact's metadata and its sanitized preview (never the
+full content). With --out PATH, write the exact bytes to PATH; --out - writes them to stdout.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Ref = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return artifactGetRun(cmd.Context(), opts)
+		},
+	}
+	threadFlag(cmd, f, &opts.ThreadID)
+	cmd.Flags().StringVarP(&opts.Out, "out", "o", "", "write the content to this file (- for stdout)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the metadata as JSON")
+	return cmd
+}
+
+func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
+	id, err := threadArg(opts.F, opts.ThreadID)
+	if err != nil {
+		return err
+	}
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	if opts.Out == "" {
+		a, err := c.GetArtifact(ctx, id, opts.Ref)
+		if err != nil {
+			return apiErr(err, id)
+		}
+		if opts.JSON {
+			return writeJSON(opts.F.IO.Out, a)
+		}
+		w := opts.F.IO.Out
+		fmt.Fprintf(w, "ref:         %s\n", a.Ref)
+		fmt.Fprintf(w, "type:        %s (%s)\n", a.Type, a.Mime)
+		fmt.Fprintf(w, "name:        %s\n", orDash(a.Name))
+		fmt.Fprintf(w, "size:        %d bytes, %d lines\n", a.Size, a.Preview.LineCount)
+		fmt.Fprintf(w, "sha256:      %s\n", a.Hash)
+		fmt.Fprintf(w, "created:     %s by %s\n", a.CreatedAt, orDash(a.Provenance.CreatedBy))
+		if a.Provenance.Capability != "" {
+			fmt.Fprintf(w, "capability:  %s\n", a.Provenance.Capability)
+		}
+		fmt.Fprintf(w, "preview (truncated: %v):\n%s\n", a.Preview.Truncated, a.Preview.Text)
+		return nil
+	}
+	body, err := c.ArtifactRaw(ctx, id, opts.Ref)
+	if err != nil {
+		return apiErr(err, id)
+	}
+	defer body.Close()
+	if opts.Out == "-" {
+		_, err := io.Copy(opts.F.IO.Out, body)
+		return err
+	}
+	return saveFile(opts.Out, body)
+}
+
+// saveFile writes r to path via a temp file and rename, so a failed download leaves no
+// half-written file and never clobbers the old one.
+func saveFile(path string, r io.Reader) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, cerr := io.Copy(tmp, r)
+	err = errors.Join(cerr, tmp.Sync(), tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ArtifactLsOptions are the inputs of `relay artifact ls`.
+type ArtifactLsOptions struct {
+	F        *Factory
+	ThreadID string
+	Type     string
+	Limit    int
+	JSON     bool
+}
+
+func newCmdArtifactLs(f *Factory, runF func(*ArtifactLsOptions) error) *cobra.Command {
+	opts := &ArtifactLsOptions{F: f}
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List a thread's artifacts, oldest first",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return artifactLsRun(cmd.Context(), opts)
+		},
+	}
+	threadFlag(cmd, f, &opts.ThreadID)
+	cmd.Flags().StringVar(&opts.Type, "type", "", "only this type")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 1000, "how many (1-1000)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func artifactLsRun(ctx context.Context, opts *ArtifactLsOptions) error {
+	id, err := threadArg(opts.F, opts.ThreadID)
+	if err != nil {
+		return err
+	}
+	if opts.Limit < 1 || opts.Limit > 1000 {
+		return Usagef("--limit %d must be between 1 and 1000", opts.Limit)
+	}
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	as, err := c.ListArtifacts(ctx, id, opts.Type, opts.Limit)
+	if err != nil {
+		return apiErr(err, id)
+	}
+	if opts.JSON {
+		return writeJSON(opts.F.IO.Out, map[string]any{"artifacts": as})
+	}
+	if len(as) == 0 {
+		fmt.Fprintf(opts.F.IO.ErrOut, "no artifacts in this thread; add one with: relay artifact put FILE --thread %s\n", id)
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.F.IO.Out, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "REF\tTYPE\tSIZE\tNAME\tCREATED")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", a.Ref, a.Type, a.Size, orDash(a.Name), a.CreatedAt)
+	}
+	return tw.Flush()
+}

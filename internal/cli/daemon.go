@@ -1,0 +1,372 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/daemon"
+	"github.com/relaydev/relay/internal/iostreams"
+)
+
+// exitNotRunning is `relay status`'s exit code when no daemon runs (as systemctl status).
+const exitNotRunning = 3
+
+// addMemoryCommands registers the memory-daemon command tree (issue 6).
+func addMemoryCommands(root *cobra.Command, f *Factory) {
+	root.AddCommand(newCmdUp(f, nil), newCmdDown(f, nil), newCmdStatus(f, nil),
+		newCmdThread(f), newCmdRuns(f, nil), newCmdShow(f, nil), newCmdTail(f, nil),
+		newCmdState(f), newCmdArtifact(f))
+}
+
+// memoryClient returns a client for the daemon of $RELAY_HOME.
+func memoryClient(f *Factory) (*client.Client, error) {
+	home, err := f.Home()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.FromHome(home, f.Getenv)
+	if err != nil {
+		return nil, WithHint(err, "relay doctor")
+	}
+	return c, nil
+}
+
+// apiErr adds the next step to a daemon error.
+func apiErr(err error, threadID string) error {
+	var ue *client.UnreachableError
+	var ae *client.APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return WithHint(err, "relay up")
+	case errors.As(err, &ae):
+		switch {
+		case ae.Status == 401:
+			return WithHint(err, "set the token from $RELAY_HOME/config.json (or RELAY_TOKEN)")
+		case ae.Code == "version_conflict" && threadID != "":
+			return WithHint(err, "relay state get --thread "+threadID)
+		case ae.Status == 404 && strings.Contains(ae.Message, "thread"):
+			return WithHint(err, "relay runs")
+		case ae.Status == 404 && threadID != "":
+			return WithHint(err, "relay artifact ls --thread "+threadID)
+		}
+	}
+	return err
+}
+
+// UpOptions are the inputs of `relay up`.
+type UpOptions struct {
+	F          *Factory
+	Port       int
+	Host       string
+	Foreground bool
+	JSON       bool
+	Wait       time.Duration
+}
+
+func newCmdUp(f *Factory, runF func(*UpOptions) error) *cobra.Command {
+	opts := &UpOptions{F: f, Wait: 15 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the memory daemon in the background",
+		Long: `Start the relay memory daemon (default http://127.0.0.1:7474).
+
+It runs in the background: pid in $RELAY_HOME/daemon.pid, log in $RELAY_HOME/daemon.log,
+address in $RELAY_HOME/daemon.json. When the port is taken the next free one is used
+and recorded, so every relay command and SDK finds it. --foreground runs it in this
+terminal until Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("port") {
+				opts.Port = 0
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return upRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().IntVar(&opts.Port, "port", config.DefaultPort, "preferred port (the next free one is used when taken; default from config.json)")
+	cmd.Flags().StringVar(&opts.Host, "host", "127.0.0.1", "address to listen on (keep loopback unless you set a token)")
+	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run in this terminal instead of the background")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the daemon's address as JSON")
+	return cmd
+}
+
+func upRun(ctx context.Context, opts *UpOptions) error {
+	f := opts.F
+	home, err := f.Home()
+	if err != nil {
+		return err
+	}
+	u, err := config.LoadUser(home)
+	if err != nil {
+		return WithHint(err, "relay init")
+	}
+	port := opts.Port
+	if port == 0 {
+		port = u.Port
+	}
+	if port < 1 || port > 65535 {
+		return Usagef("--port %d is not a TCP port (1-65535)", port)
+	}
+	if opts.Foreground {
+		return upForeground(ctx, opts, home, port, u.Token)
+	}
+	if pid, _ := daemon.LockHolder(home); pid != 0 {
+		if info, err := daemon.ReadInfo(home); err == nil {
+			fmt.Fprintf(f.IO.ErrOut, "relay daemon already running (pid %d)\n", pid)
+			return printUp(f.IO, opts.JSON, info)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the relay binary to start the daemon: %w", err)
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", home, err)
+	}
+	logPath := filepath.Join(home, daemon.LogFile)
+	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open daemon log: %w", err)
+	}
+	defer logf.Close()
+	start, _ := logf.Seek(0, io.SeekEnd)
+	args := []string{"up", "--foreground", "--port", strconv.Itoa(port), "--host", opts.Host}
+	child := exec.Command(exe, args...)
+	child.Stdin = nil // /dev/null: a daemon never reads the terminal
+	child.Stdout, child.Stderr = logf, logf
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survive the terminal closing
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.NewTimer(opts.Wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			return WithHint(fmt.Errorf("the daemon exited at start (%v): %s", err, logTail(logPath, start)), "relay doctor")
+		case <-deadline.C:
+			_ = child.Process.Signal(syscall.SIGTERM)
+			return WithHint(fmt.Errorf("the daemon did not become ready within %s: %s", opts.Wait, logTail(logPath, start)), "relay doctor")
+		case <-ctx.Done():
+			_ = child.Process.Signal(syscall.SIGTERM)
+			return ctx.Err()
+		case <-tick.C:
+			info, err := daemon.ReadInfo(home)
+			if err != nil || info.PID != child.Process.Pid {
+				continue
+			}
+			c := &client.Client{BaseURL: info.URL, Token: u.Token, HTTP: shortHTTP()}
+			if c.Health(ctx) != nil {
+				continue
+			}
+			_ = child.Process.Release()
+			fmt.Fprintf(f.IO.ErrOut, "relay daemon started (pid %d, log %s)\n", info.PID, logPath)
+			if info.Port != port {
+				fmt.Fprintf(f.IO.ErrOut, "port %d was taken; using %d\n", port, info.Port)
+			}
+			return printUp(f.IO, opts.JSON, info)
+		}
+	}
+}
+
+func printUp(io *iostreams.IOStreams, asJSON bool, info daemon.Info) error {
+	if asJSON {
+		return writeJSON(io.Out, info)
+	}
+	_, err := fmt.Fprintf(io.Out, "url: %s\n", info.URL)
+	return err
+}
+
+// logTail returns what the daemon logged since offset, last lines only.
+func logTail(path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return "see " + path
+	}
+	lines := strings.Split(strings.TrimSpace(string(b[offset:])), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	s := strings.TrimSpace(strings.Join(lines, "\n"))
+	if s == "" {
+		return "nothing logged; see " + path
+	}
+	return s
+}
+
+func upForeground(ctx context.Context, opts *UpOptions, home string, port int, token string) error {
+	level := slog.LevelInfo
+	if lv := strings.ToLower(opts.F.Getenv("RELAY_LOG_LEVEL")); lv == "debug" {
+		level = slog.LevelDebug
+	} else if lv == "warn" {
+		level = slog.LevelWarn
+	}
+	if opts.Host != "127.0.0.1" && opts.Host != "localhost" && opts.Host != "::1" && token == "" {
+		fmt.Fprintf(opts.F.IO.ErrOut, "Warning: listening on %s without an API token; anyone on the network can read and change your memory (run relay init to create a token)\n", opts.Host)
+	}
+	err := daemon.Run(ctx, daemon.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
+		LogLevel: level, Ready: func(info daemon.Info) {
+			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
+		}})
+	if errors.Is(err, daemon.ErrAlreadyRunning) {
+		return WithHint(err, "relay status")
+	}
+	if err != nil {
+		return WithHint(err, "relay doctor")
+	}
+	return nil
+}
+
+// shortHTTP is for liveness probes, which must not hang on a wedged daemon.
+func shortHTTP() *http.Client { return &http.Client{Timeout: 3 * time.Second} }
+
+// DownOptions are the inputs of `relay down`.
+type DownOptions struct {
+	F    *Factory
+	Wait time.Duration
+}
+
+func newCmdDown(f *Factory, runF func(*DownOptions) error) *cobra.Command {
+	opts := &DownOptions{F: f, Wait: 15 * time.Second}
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the memory daemon gracefully",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return downRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func downRun(ctx context.Context, opts *DownOptions) error {
+	home, err := opts.F.Home()
+	if err != nil {
+		return err
+	}
+	pid, err := daemon.LockHolder(home)
+	if err != nil {
+		return err
+	}
+	if pid == 0 {
+		// Files left by a crash are stale: nobody holds the lock.
+		os.Remove(filepath.Join(home, daemon.InfoFile))
+		os.Remove(filepath.Join(home, daemon.PIDFile))
+		fmt.Fprintln(opts.F.IO.ErrOut, "relay daemon is not running")
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop the daemon (pid %d): %w", pid, err)
+	}
+	deadline := time.Now().Add(opts.Wait)
+	for time.Now().Before(deadline) {
+		if p, _ := daemon.LockHolder(home); p != pid {
+			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon stopped (pid %d)\n", pid)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return WithHint(fmt.Errorf("the daemon (pid %d) did not stop within %s", pid, opts.Wait), fmt.Sprintf("kill -9 %d (committed data is safe)", pid))
+}
+
+// StatusOptions are the inputs of `relay status`.
+type StatusOptions struct {
+	F    *Factory
+	JSON bool
+}
+
+func newCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether the memory daemon runs, its url, version, uptime and store size",
+		Long:  "Show the memory daemon's state. Exits 3 when it is not running.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return statusRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func statusRun(ctx context.Context, opts *StatusOptions) error {
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	c.HTTP = shortHTTP()
+	st, err := c.Status(ctx)
+	if err != nil {
+		var ue *client.UnreachableError
+		if !errors.As(err, &ue) {
+			return apiErr(err, "")
+		}
+		if opts.JSON {
+			writeJSON(opts.F.IO.Out, map[string]any{"running": false, "url": c.BaseURL})
+		} else {
+			fmt.Fprintf(opts.F.IO.Out, "relay daemon: not running (no answer at %s)\n", c.BaseURL)
+			fmt.Fprintln(opts.F.IO.ErrOut, "Try: relay up")
+		}
+		return ExitCode(exitNotRunning, ErrSilent)
+	}
+	if opts.JSON {
+		return writeJSON(opts.F.IO.Out, map[string]any{"running": true, "url": st.URL, "version": st.Version, "pid": st.PID,
+			"started_at": st.StartedAt, "uptime_seconds": st.UptimeSeconds, "auth": st.Auth, "store": st.Store, "mirror_error": st.MirrorError})
+	}
+	w := opts.F.IO.Out
+	fmt.Fprintf(w, "relay daemon: running\n")
+	fmt.Fprintf(w, "url:      %s\n", st.URL)
+	fmt.Fprintf(w, "version:  %s\n", st.Version)
+	fmt.Fprintf(w, "pid:      %d\n", st.PID)
+	fmt.Fprintf(w, "uptime:   %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
+	fmt.Fprintf(w, "store:    %s (%s, %d threads, %d artifacts, %d events)\n", st.Store.Path, humanBytes(st.Store.Bytes), st.Store.Threads, st.Store.Artifacts, st.Store.Events)
+	if st.MirrorError != "" {
+		fmt.Fprintf(opts.F.IO.ErrOut, "Warning: the human-readable mirror failed: %s\n", st.MirrorError)
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

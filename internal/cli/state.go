@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// threadFlag adds --thread, defaulting to $RELAY_THREAD.
+func threadFlag(cmd *cobra.Command, f *Factory, p *string) {
+	cmd.Flags().StringVarP(p, "thread", "t", "", "thread id (default $RELAY_THREAD)")
+	_ = f
+}
+
+func threadArg(f *Factory, id string) (string, error) {
+	if id == "" {
+		id = f.Getenv("RELAY_THREAD")
+	}
+	if id == "" {
+		return "", WithHint(Usagef("no thread given; pass --thread ID or set RELAY_THREAD"), "relay runs")
+	}
+	return id, nil
+}
+
+func newCmdState(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Read and patch a thread's versioned state",
+		Long: `A thread's state is one JSON document ($schema com.relay.state.v1: facts, constraints,
+open_questions, decisions, plan, artifacts, last_actions, metrics). It changes only by
+RFC 6902 JSON Patch; every accepted patch makes a new version (state_ref vN).`,
+	}
+	cmd.AddCommand(newCmdStateHeader(f, nil), newCmdStateGet(f, nil), newCmdStatePatch(f, nil))
+	return cmd
+}
+
+// StateHeaderOptions are the inputs of `relay state header`.
+type StateHeaderOptions struct {
+	F        *Factory
+	ThreadID string
+	JSON     bool
+}
+
+func newCmdStateHeader(f *Factory, runF func(*StateHeaderOptions) error) *cobra.Command {
+	opts := &StateHeaderOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "header",
+		Short: "Print the bounded state header (≤ 2 KB; what agents should read)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return stateHeaderRun(cmd.Context(), opts)
+		},
+	}
+	threadFlag(cmd, f, &opts.ThreadID)
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print compact JSON (one line)")
+	return cmd
+}
+
+func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
+	id, err := threadArg(opts.F, opts.ThreadID)
+	if err != nil {
+		return err
+	}
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	h, truncated, err := c.Header(ctx, id)
+	if err != nil {
+		return apiErr(err, id)
+	}
+	if truncated {
+		fmt.Fprintln(opts.F.IO.ErrOut, "note: older entries were dropped to keep the header within 2 KB (see \"truncated\")")
+	}
+	return printDoc(opts.F.IO.Out, h, opts.JSON)
+}
+
+// printDoc prints a JSON document indented, or compact with asJSON.
+func printDoc(w io.Writer, raw []byte, compact bool) error {
+	var buf bytes.Buffer
+	var err error
+	if compact {
+		err = json.Compact(&buf, raw)
+	} else {
+		err = json.Indent(&buf, raw, "", "  ")
+	}
+	if err != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	buf.WriteByte('\n')
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// StateGetOptions are the inputs of `relay state get`.
+type StateGetOptions struct {
+	F        *Factory
+	ThreadID string
+	Version  int
+	JSON     bool
+}
+
+func newCmdStateGet(f *Factory, runF func(*StateGetOptions) error) *cobra.Command {
+	opts := &StateGetOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "Print the full state document, latest or at --version N",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return stateGetRun(cmd.Context(), opts)
+		},
+	}
+	threadFlag(cmd, f, &opts.ThreadID)
+	cmd.Flags().IntVar(&opts.Version, "version", 0, "read this earlier version (default: latest)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print compact JSON (one line)")
+	return cmd
+}
+
+func stateGetRun(ctx context.Context, opts *StateGetOptions) error {
+	id, err := threadArg(opts.F, opts.ThreadID)
+	if err != nil {
+		return err
+	}
+	if opts.Version < 0 {
+		return Usagef("--version must be a positive version number")
+	}
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	doc, err := c.State(ctx, id, opts.Version)
+	if err != nil {
+		return apiErr(err, id)
+	}
+	return printDoc(opts.F.IO.Out, doc, opts.JSON)
+}
+
+// StatePatchOptions are the inputs of `relay state patch`.
+type StatePatchOptions struct {
+	F        *Factory
+	ThreadID string
+	Patch    string // --json
+	File     string
+	Expected int // version the patch was made against; 0 = the latest
+	Author   string
+	Format   string
+}
+
+func newCmdStatePatch(f *Factory, runF func(*StatePatchOptions) error) *cobra.Command {
+	opts := &StatePatchOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "patch",
+		Short: "Apply an RFC 6902 JSON Patch to the state (all operations or none)",
+		Long: `Apply a JSON Patch to a thread's state, atomically, making version N+1.
+
+The patch states the version it was made against: --base N, else the latest version
+(read just before sending). If the state moved on in between, the daemon refuses the
+patch (409) and nothing changes: re-read the state and retry.`,
+		Example: `  relay state patch --thread $TID --json '[{"op":"add","path":"/facts/-","value":{"id":"f1","key":"phase","value":"done"}}]'
+  relay state patch --thread $TID --file patch.json --base 7`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return statePatchRun(cmd.Context(), opts)
+		},
+	}
+	threadFlag(cmd, f, &opts.ThreadID)
+	cmd.Flags().StringVar(&opts.Patch, "json", "", "the patch, as a JSON array")
+	cmd.Flags().StringVar(&opts.File, "file", "", "read the patch from a file (- for stdin)")
+	cmd.Flags().IntVar(&opts.Expected, "base", 0, "the version the patch was made against (default: latest)")
+	cmd.Flags().StringVar(&opts.Author, "author", "", "who makes the change (recorded in the version history)")
+	cmd.Flags().StringVar(&opts.Format, "format", "text", "output: text or json")
+	return cmd
+}
+
+func statePatchRun(ctx context.Context, opts *StatePatchOptions) error {
+	id, err := threadArg(opts.F, opts.ThreadID)
+	if err != nil {
+		return err
+	}
+	if opts.Format != "text" && opts.Format != "json" {
+		return Usagef("--format must be text or json")
+	}
+	var patch []byte
+	switch {
+	case opts.Patch != "" && opts.File != "":
+		return Usagef("give the patch with --json or --file, not both")
+	case opts.Patch != "":
+		patch = []byte(opts.Patch)
+	case opts.File == "-":
+		if patch, err = io.ReadAll(opts.F.IO.In); err != nil {
+			return fmt.Errorf("read the patch from stdin: %w", err)
+		}
+	case opts.File != "":
+		if patch, err = os.ReadFile(opts.File); err != nil {
+			return fmt.Errorf("read the patch: %w", err)
+		}
+	default:
+		return WithHint(Usagef("no patch given"), `relay state patch --thread ID --json '[{"op":"add","path":"/facts/-","value":{"id":"f1","key":"k","value":"v"}}]'`)
+	}
+	if opts.Expected < 0 {
+		return Usagef("--base must be a positive version number")
+	}
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	expected := opts.Expected
+	if expected == 0 {
+		t, err := c.GetThread(ctx, id)
+		if err != nil {
+			return apiErr(err, id)
+		}
+		expected = t.Version
+	}
+	res, err := c.Patch(ctx, id, patch, expected, opts.Author)
+	if err != nil {
+		return apiErr(err, id)
+	}
+	if opts.Format == "json" {
+		return writeJSON(opts.F.IO.Out, res)
+	}
+	return printKV(opts.F, "state_ref", res.StateRef)
+}
