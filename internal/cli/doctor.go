@@ -43,6 +43,8 @@ func doctorChecks() []doctorCheck {
 	var checks []doctorCheck
 	checks = append(checks, coreDoctorChecks()...)
 	checks = append(checks, askDoctorChecks()...)
+	checks = append(checks, memoryDoctorChecks()...)
+	checks = append(checks, clipboardDoctorChecks()...)
 	return checks
 }
 

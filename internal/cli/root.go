@@ -95,6 +95,12 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdConfig(f))
 	root.AddCommand(newCmdAsk(f, nil))
 	root.AddCommand(newCmdBackends(f, nil))
+	addMemoryCommands(root, f)
+	root.AddCommand(newCmdApply(f, nil))
+	root.AddCommand(newCmdWatch(f, nil))
+	root.AddCommand(newCmdLog(f, nil))
+	root.AddCommand(newCmdRevert(f, nil))
+	root.AddCommand(newCmdGit(f, nil))
 
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return WithHint(UsageError(err), c.CommandPath()+" --help")
