@@ -120,7 +120,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		}
 	}()
 
-	srv := &http.Server{Handler: browserGuard(s.Handler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	srv.RegisterOnShutdown(s.Close)
 	errc := make(chan error, 1)

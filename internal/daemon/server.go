@@ -108,7 +108,7 @@ func (s *Server) Close() { s.doneOnce.Do(func() { close(s.done) }) }
 
 // Handler returns the full middleware chain.
 func (s *Server) Handler() http.Handler {
-	return s.recoverer(s.logRequests(s.guard(s.mux)))
+	return browserGuard(s.recoverer(s.logRequests(s.guard(s.mux))))
 }
 
 func (s *Server) routes() {
