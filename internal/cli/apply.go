@@ -1,0 +1,349 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/patch"
+	"github.com/relaydev/relay/internal/run"
+	"github.com/relaydev/relay/internal/txn"
+)
+
+// ApplyOptions are the inputs of `relay apply`.
+type ApplyOptions struct {
+	IO     *iostreams.IOStreams
+	Config func() (*config.Config, error)
+	File   string // path or "-" for stdin
+	Yes    bool
+	DryRun bool
+	JSON   bool
+}
+
+func newCmdApply(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
+	opts := &ApplyOptions{IO: f.IO, Config: f.ProjectConfig}
+	cmd := &cobra.Command{
+		Use:     "apply <file|->",
+		Aliases: []string{"a"},
+		Short:   "Apply an LLM response from a file or stdin as one transaction",
+		Long: `Apply an LLM response (code blocks plus the final YAML control block) to the
+project as one transaction: preCommand, linter baseline, snapshot and a
+pending record in .relaycode/, the file operations, postCommand, the linter
+again, then approval. Approved changes are committed to .relaycode/<uuid>.yml;
+anything else is rolled back byte for byte.
+
+Approval: -y approves; approvalMode "auto" approves when the patch adds at
+most approvalOnErrorCount linter errors; otherwise relay asks on the terminal,
+and rolls back when there is no terminal to ask on.`,
+		Example: `  relay apply answer.md
+  pbpaste | relay apply - -y
+  relay apply --dry-run answer.md`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return applyRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the changes without asking")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change and touch nothing")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result (or the --dry-run plan) as JSON")
+	return cmd
+}
+
+func applyRun(ctx context.Context, opts *ApplyOptions) error {
+	cfg, err := opts.Config()
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if opts.File == "-" {
+		data, err = io.ReadAll(opts.IO.In)
+	} else {
+		data, err = os.ReadFile(opts.File)
+	}
+	if err != nil {
+		return fmt.Errorf("read the response: %w", err)
+	}
+	resp, err := patch.Parse(string(data))
+	if err != nil {
+		return WithHint(fmt.Errorf("%s is not a relay response: %w", displayName(opts.File), err),
+			"relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)")
+	}
+	if err := recoverProject(opts.IO, cfg.Dir); err != nil {
+		return err
+	}
+	eng := newEngine(opts.IO, cfg, opts.Yes)
+	req := txn.Request{Response: resp, Yes: opts.Yes}
+	if opts.DryRun {
+		eng.Logf = nil
+		plan, err := eng.DryRun(req)
+		if err != nil {
+			return txnError(err, opts.File)
+		}
+		if opts.JSON {
+			return writeJSON(opts.IO.Out, plan)
+		}
+		printPlan(opts.IO.Out, plan)
+		return nil
+	}
+	res, err := eng.Run(ctx, req)
+	if err != nil {
+		return txnError(err, opts.File)
+	}
+	return printCommitted(opts.IO, res, opts.JSON)
+}
+
+func displayName(file string) string {
+	if file == "-" {
+		return "stdin"
+	}
+	return file
+}
+
+// txnOptions maps the project config onto what a transaction follows.
+func txnOptions(cfg *config.Config) txn.Options {
+	return txn.Options{
+		ProjectID:            cfg.ProjectID,
+		ApprovalMode:         cfg.Patch.ApprovalMode,
+		ApprovalOnErrorCount: cfg.Patch.ApprovalOnErrorCount,
+		Linter:               cfg.Patch.Linter,
+		PreCommand:           cfg.Patch.PreCommand,
+		PostCommand:          cfg.Patch.PostCommand,
+		MinFileChanges:       cfg.Patch.MinFileChanges,
+		MaxFileChanges:       cfg.Patch.MaxFileChanges,
+		AutoGitBranch:        cfg.Git.AutoGitBranch,
+		GitBranchPrefix:      cfg.Git.GitBranchPrefix,
+		GitBranchTemplate:    cfg.Git.GitBranchTemplate,
+		FuzzyThreshold:       cfg.Patch.FuzzyThreshold,
+	}
+}
+
+// newEngine builds a transaction engine for the project: progress on
+// stderr, approval asked on the terminal when there is one.
+func newEngine(ios *iostreams.IOStreams, cfg *config.Config, yes bool) *txn.Engine {
+	eng := &txn.Engine{
+		Dir:  cfg.Dir,
+		Opts: txnOptions(cfg),
+		Logf: func(format string, args ...any) { fmt.Fprintf(ios.ErrOut, format+"\n", args...) },
+	}
+	if !yes && ios.IsStdinTTY() {
+		notifications := cfg.Core.EnableNotifications
+		eng.Ask = func(ctx context.Context, reason string) (bool, error) {
+			if notifications {
+				notify("relay: approval needed", reason)
+			}
+			return askYesNo(ctx, ios, "Changes applied. Do you want to approve and commit them? (y/N) ")
+		}
+	}
+	return eng
+}
+
+var (
+	stdinMu     sync.Mutex
+	stdinReader *bufio.Reader
+	stdinSrc    io.Reader
+)
+
+// askYesNo asks a yes/no question on the terminal; only y or yes approve.
+// Ctrl-C while waiting returns the context's error.
+func askYesNo(ctx context.Context, ios *iostreams.IOStreams, question string) (bool, error) {
+	fmt.Fprint(ios.ErrOut, question)
+	stdinMu.Lock()
+	if stdinSrc != ios.In {
+		stdinReader, stdinSrc = bufio.NewReader(ios.In), ios.In
+	}
+	r := stdinReader
+	stdinMu.Unlock()
+	type answer struct {
+		line string
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		line, err := r.ReadString('\n')
+		ch <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(ios.ErrOut)
+		return false, ctx.Err()
+	case a := <-ch:
+		if a.err != nil && a.line == "" {
+			return false, nil
+		}
+		s := strings.ToLower(strings.TrimSpace(a.line))
+		return s == "y" || s == "yes", nil
+	}
+}
+
+// notify sends a desktop notification when notify-send exists; it never
+// blocks or fails the caller.
+func notify(title, body string) {
+	if _, err := exec.LookPath("notify-send"); err != nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = run.Command(ctx, "notify-send", "--app-name=relay", title, body).Run()
+	}()
+}
+
+// recoverProject rolls back transactions a crashed relay left pending in
+// the project, and says so. Every project command calls it first.
+func recoverProject(ios *iostreams.IOStreams, dir string) error {
+	recs, err := txn.Recover(dir)
+	for _, r := range recs {
+		if r.Committed {
+			fmt.Fprintf(ios.ErrOut, "Cleaned up after an interrupted commit of transaction %s (it is committed).\n", r.UUID)
+			continue
+		}
+		fmt.Fprintf(ios.ErrOut, "Recovered interrupted transaction %s: rolled back, %d file(s) restored", r.UUID, len(r.Restored))
+		if len(r.Restored) > 0 {
+			fmt.Fprintf(ios.ErrOut, " (%s)", strings.Join(r.Restored, ", "))
+		}
+		fmt.Fprintln(ios.ErrOut, ".")
+	}
+	if err != nil {
+		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err), "relay doctor")
+	}
+	return nil
+}
+
+// txnError turns a transaction error into a message with the next step.
+func txnError(err error, file string) error {
+	var (
+		skip    *txn.SkipError
+		fail    *txn.Failure
+		busy    *txn.BusyError
+		pathErr *txn.PathError
+		need    *txn.NeedsApprovalError
+	)
+	again := "relay apply " + file
+	if file == "" {
+		again = "copy the corrected response again"
+	}
+	switch {
+	case errors.As(err, &busy):
+		return WithHint(err, "wait for the other relay to finish (relay watch may be running in another terminal)")
+	case errors.As(err, &skip):
+		if strings.Contains(skip.Reason, "already been processed") {
+			return WithHint(err, "relay log   (it is already applied; ask the LLM for a new uuid to apply it again)")
+		}
+		if strings.Contains(skip.Reason, "projectId") {
+			return WithHint(err, "relay prompt   (give the LLM this project's id), or run relay in the right project")
+		}
+		return err
+	case errors.As(err, &fail):
+		switch {
+		case fail.Step == "interrupted":
+			return ExitCode(exitInterrupt, err)
+		case errors.As(err, &need):
+			if file == "" {
+				return WithHint(err, "relay watch -y, or run relay watch in a terminal")
+			}
+			return WithHint(err, again+" -y")
+		case errors.Is(err, txn.ErrRejected):
+			return err
+		case errors.As(err, &pathErr):
+			return WithHint(err, "ask the LLM to use paths relative to the project root")
+		case fail.Step == "patch":
+			return WithHint(err, "ask the LLM to resend that block against the current file; relay apply --dry-run FILE shows where blocks land")
+		case fail.Step == "pre-command" || fail.Step == "post-command":
+			return WithHint(err, "fix the command (patch."+strings.ReplaceAll(fail.Step, "-c", "C")+" in the config) or the project, then "+again)
+		case fail.RollbackErr != nil:
+			return WithHint(err, "relay log   (retries the rollback)")
+		}
+		return err
+	}
+	return err
+}
+
+func printPlan(w io.Writer, plan *txn.Plan) {
+	fmt.Fprintf(w, "Plan for %s (dry run, nothing changed):\n", plan.UUID)
+	for i, s := range plan.Steps {
+		switch s.Kind {
+		case patch.OpDelete:
+			fmt.Fprintf(w, "%3d. delete %s (-%d)\n", i+1, s.Path, s.Removed)
+		case patch.OpRename:
+			fmt.Fprintf(w, "%3d. rename %s -> %s\n", i+1, s.From, s.Path)
+		default:
+			verb := "edit"
+			if s.New {
+				verb = "create"
+			}
+			fmt.Fprintf(w, "%3d. %s %s [%s] (+%d -%d)", i+1, verb, s.Path, s.Strategy, s.Added, s.Removed)
+			if s.AlreadyApplied {
+				fmt.Fprint(w, " already applied, unchanged")
+			} else if s.LinesFrom > 0 && !s.New {
+				fmt.Fprintf(w, " at lines %d-%d", s.LinesFrom, max(s.LinesTo, s.LinesFrom))
+			}
+			fmt.Fprintln(w)
+			for _, b := range s.Blocks {
+				if b.Line > 0 && len(s.Blocks) > 1 || b.Method != "" && b.Method != "exact" && b.Method != "replace" && b.Method != "create" {
+					fmt.Fprintf(w, "       block %d: line %d, %s match", b.Index, b.Line, b.Method)
+					if b.Similarity > 0 && b.Similarity < 1 {
+						fmt.Fprintf(w, " (%.0f%% similar)", b.Similarity*100)
+					}
+					fmt.Fprintln(w)
+				}
+			}
+		}
+	}
+}
+
+type committedJSON struct {
+	UUID      string           `json:"uuid"`
+	Files     []txn.FileChange `json:"files"`
+	Baseline  int              `json:"linterBaseline"`
+	Final     int              `json:"linterFinal"`
+	Branch    string           `json:"branch,omitempty"`
+	RevertOf  string           `json:"revertOf,omitempty"`
+	ElapsedMS int64            `json:"elapsedMs"`
+}
+
+func printCommitted(ios *iostreams.IOStreams, res *txn.Result, asJSON bool) error {
+	st := res.State
+	if res.BranchErr != nil {
+		fmt.Fprintf(ios.ErrOut, "Warning: %v (the transaction is committed).\n", res.BranchErr)
+	} else if res.Branch != "" {
+		fmt.Fprintf(ios.ErrOut, "Switched to a new git branch %s.\n", res.Branch)
+	}
+	if asJSON {
+		branch := res.Branch
+		if res.BranchErr != nil {
+			branch = ""
+		}
+		return writeJSON(ios.Out, committedJSON{UUID: st.UUID, Files: nonNilFiles(st.Files), Baseline: res.Baseline, Final: res.Final,
+			Branch: branch, RevertOf: st.RevertOf, ElapsedMS: res.Duration.Milliseconds()})
+	}
+	added, removed := 0, 0
+	for _, f := range st.Files {
+		added += f.Added
+		removed += f.Removed
+	}
+	_, err := fmt.Fprintf(ios.Out, "Committed transaction %s: %d file(s) changed, +%d -%d, in %s.\n",
+		st.UUID, len(st.Files), added, removed, res.Duration.Round(time.Millisecond))
+	return err
+}
+
+func nonNilFiles(f []txn.FileChange) []txn.FileChange {
+	if f == nil {
+		return []txn.FileChange{}
+	}
+	return f
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/txn"
+)
+
+// GitCommitOptions are the inputs of `relay git commit`.
+type GitCommitOptions struct {
+	IO     *iostreams.IOStreams
+	Config func() (*config.Config, error)
+	Yes    bool
+	All    bool
+}
+
+func newCmdGit(f *Factory, runF func(*GitCommitOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "git",
+		Short: "Git helpers for transactions",
+	}
+	opts := &GitCommitOptions{IO: f.IO, Config: f.ProjectConfig}
+	commit := &cobra.Command{
+		Use:     "commit",
+		Aliases: []string{"c"},
+		Short:   "Commit the latest transaction's files with its gitCommitMsg",
+		Long: `Stage the files the latest transaction changed (--all: everything, like
+git add .) and commit them with the transaction's gitCommitMsg; multi-line
+messages are kept as written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return gitCommitRun(cmd.Context(), opts)
+		},
+	}
+	commit.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "commit without asking")
+	commit.Flags().BoolVar(&opts.All, "all", false, "stage every change in the project (git add .), not only the transaction's files")
+	cmd.AddCommand(commit)
+	return cmd
+}
+
+func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
+	cfg, err := opts.Config()
+	if err != nil {
+		return err
+	}
+	if err := recoverProject(opts.IO, cfg.Dir); err != nil {
+		return err
+	}
+	all, err := txn.List(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if len(all) == 0 {
+		return WithHint(errors.New("no committed transaction to commit"), "relay apply FILE, or relay watch")
+	}
+	st := all[0]
+	fmt.Fprintf(opts.IO.ErrOut, "Latest transaction %s:\n", st.UUID)
+	msg := strings.TrimSpace(st.GitCommitMsg)
+	for _, l := range strings.Split(msg, "\n") {
+		fmt.Fprintf(opts.IO.ErrOut, "  %s\n", l)
+	}
+	what := fmt.Sprintf("its %d file(s)", len(st.TouchedPaths()))
+	if opts.All {
+		what = "every change (git add .)"
+	}
+	if !opts.Yes {
+		if !opts.IO.IsStdinTTY() {
+			return WithHint(errors.New("committing needs confirmation and there is no terminal to ask on"), "relay git commit -y")
+		}
+		ok, err := askYesNo(ctx, opts.IO, "Stage "+what+" and commit with this message? (y/N) ")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(opts.IO.ErrOut, "Commit cancelled.")
+			return nil
+		}
+	}
+	summary, err := txn.GitCommit(ctx, cfg.Dir, st, txn.CommitOptions{All: opts.All})
+	if err != nil {
+		return WithHint(err, "git status   (see what git thinks), then relay git commit again")
+	}
+	_, err = fmt.Fprintln(opts.IO.Out, summary)
+	return err
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/txn"
+)
+
+// LogOptions are the inputs of `relay log`.
+type LogOptions struct {
+	IO     *iostreams.IOStreams
+	Config func() (*config.Config, error)
+	JSON   bool
+	Limit  int
+}
+
+func newCmdLog(f *Factory, runF func(*LogOptions) error) *cobra.Command {
+	opts := &LogOptions{IO: f.IO, Config: f.ProjectConfig}
+	cmd := &cobra.Command{
+		Use:     "log",
+		Aliases: []string{"l"},
+		Short:   "List committed transactions, newest first",
+		Long: `List the project's committed transactions, newest first: uuid, date, prompt
+summary, git commit message and each file with +added -removed lines.
+Like every project command, it first rolls back any transaction a crashed
+relay left pending.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return logRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
+	cmd.Flags().IntVarP(&opts.Limit, "limit", "n", 0, "show at most this many transactions")
+	return cmd
+}
+
+type logEntry struct {
+	Index         int              `json:"index,omitempty"`
+	UUID          string           `json:"uuid"`
+	CreatedAt     time.Time        `json:"createdAt"`
+	PromptSummary string           `json:"promptSummary"`
+	GitCommitMsg  string           `json:"gitCommitMsg"`
+	Files         []txn.FileChange `json:"files"`
+	RevertOf      string           `json:"revertOf,omitempty"`
+	RevertedBy    string           `json:"revertedBy,omitempty"`
+}
+
+func logRun(opts *LogOptions) error {
+	cfg, err := opts.Config()
+	if err != nil {
+		return err
+	}
+	if err := recoverProject(opts.IO, cfg.Dir); err != nil {
+		return err
+	}
+	all, err := txn.List(cfg.Dir)
+	if err != nil {
+		return WithHint(err, "fix or move the broken file in .relaycode/")
+	}
+	reverted := map[string]string{}
+	for _, s := range all {
+		if by, _ := txn.RevertedBy(cfg.Dir, s); by != "" {
+			reverted[s.UUID] = by
+		}
+	}
+	entries := make([]logEntry, 0, len(all))
+	for _, s := range all {
+		entries = append(entries, logEntry{
+			UUID: s.UUID, CreatedAt: s.CreatedAt, PromptSummary: s.PromptSummary, GitCommitMsg: s.GitCommitMsg,
+			Files: nonNilFiles(s.Files), RevertOf: s.RevertOf, RevertedBy: reverted[s.UUID],
+		})
+	}
+	if opts.Limit > 0 && len(entries) > opts.Limit {
+		entries = entries[:opts.Limit]
+	}
+	if opts.JSON {
+		return writeJSON(opts.IO.Out, entries)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No committed transactions yet. Apply one with relay watch or relay apply FILE.")
+		return nil
+	}
+	for i, e := range entries {
+		if i > 0 {
+			fmt.Fprintln(opts.IO.Out)
+		}
+		printLogEntry(opts.IO.Out, e)
+	}
+	return nil
+}
+
+func printLogEntry(w io.Writer, e logEntry) {
+	fmt.Fprintf(w, "UUID: %s\n", e.UUID)
+	fmt.Fprintf(w, "Date: %s\n", e.CreatedAt.Local().Format("2006-01-02 15:04:05 MST"))
+	if e.PromptSummary != "" {
+		fmt.Fprintf(w, "Prompt Summary: %s\n", e.PromptSummary)
+	}
+	if e.GitCommitMsg != "" {
+		lines := strings.Split(strings.TrimSpace(e.GitCommitMsg), "\n")
+		fmt.Fprintf(w, "Git Commit: %s\n", lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "            %s\n", l)
+		}
+	}
+	if e.RevertOf != "" {
+		fmt.Fprintf(w, "Reverts: %s\n", e.RevertOf)
+	}
+	if e.RevertedBy != "" {
+		fmt.Fprintf(w, "Reverted by: %s\n", e.RevertedBy)
+	}
+	fmt.Fprintln(w, "Changes:")
+	for _, f := range e.Files {
+		name := f.Path
+		if f.From != "" {
+			name = f.From + " -> " + f.Path
+		}
+		fmt.Fprintf(w, "  %-6s %s (+%d -%d)\n", f.Action, name, f.Added, f.Removed)
+	}
+}

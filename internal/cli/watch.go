@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/clipboard"
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/patch"
+	"github.com/relaydev/relay/internal/prompt"
+	"github.com/relaydev/relay/internal/txn"
+)
+
+// WatchOptions are the inputs of `relay watch`.
+type WatchOptions struct {
+	IO     *iostreams.IOStreams
+	Config func() (*config.Config, error)
+	Yes    bool
+	// NoPrompt skips printing the system prompt.
+	NoPrompt bool
+	// Env is the clipboard detection environment (replaced in tests).
+	Env func() clipboard.Env
+}
+
+func newCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
+	opts := &WatchOptions{IO: f.IO, Config: f.ProjectConfig, Env: clipboard.System}
+	cmd := &cobra.Command{
+		Use:     "watch",
+		Aliases: []string{"w"},
+		Short:   "Watch the clipboard and apply every LLM response copied to it",
+		Long: `Print the system prompt for your LLM, then watch the clipboard. Every new
+valid response for this project is applied as a transaction (see relay apply);
+anything else is reported in one line and ignored. What was on the clipboard
+before watch started is not applied.
+
+Clipboard: clipboard.readCommand from the config, else wl-paste --watch on
+Wayland (no polling), xclip or xsel on X11 and pbpaste on macOS (polled every
+watcher.clipboardPollInterval ms), powershell.exe on Windows and WSL.
+relay doctor shows which one is in use. The config is reloaded when it changes
+(core.watchConfig). Ctrl-C finishes or rolls back the current transaction,
+then exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return watchRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve every applied response without asking")
+	cmd.Flags().BoolVar(&opts.NoPrompt, "no-prompt", false, "do not print the system prompt first")
+	return cmd
+}
+
+// watchState is the config in force; the config watcher swaps it.
+type watchState struct {
+	mu      sync.Mutex
+	cfg     *config.Config
+	restart chan struct{}
+}
+
+func (s *watchState) get() *config.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+func watchRun(ctx context.Context, opts *WatchOptions) error {
+	cfg, err := opts.Config()
+	if err != nil {
+		return err
+	}
+	ios := opts.IO
+	if err := recoverProject(ios, cfg.Dir); err != nil {
+		return err
+	}
+	if !opts.NoPrompt {
+		text, err := prompt.System(cfg.ProjectID, cfg.Watcher.PreferredStrategy)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(ios.Out, text)
+	}
+	st := &watchState{cfg: cfg, restart: make(chan struct{}, 1)}
+	if cfg.Core.WatchConfig && cfg.File != "" {
+		stop, err := watchConfigFile(ctx, ios, st)
+		if err != nil {
+			fmt.Fprintf(ios.ErrOut, "Warning: cannot watch %s for changes (%v); restart relay watch after editing it.\n", cfg.File, err)
+		} else {
+			defer stop()
+		}
+	}
+	for {
+		cfg := st.get()
+		tool, err := clipboard.Detect(opts.Env(), cfg.Clipboard.ReadCommand)
+		if err != nil {
+			return WithHint(err, "relay apply FILE   (apply a saved response without the clipboard); relay doctor")
+		}
+		interval := time.Duration(cfg.Watcher.ClipboardPollInterval) * time.Millisecond
+		how := fmt.Sprintf("polling every %d ms", cfg.Watcher.ClipboardPollInterval)
+		if len(tool.Watch) > 0 {
+			how = "change events, no polling"
+		}
+		fmt.Fprintf(ios.ErrOut, "Watching the clipboard with %s (%s). Copy an LLM response to apply it; Ctrl-C to stop.\n", tool.Name, how)
+
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-st.restart:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		err = clipboard.Watch(wctx, tool, interval,
+			func(text string) { watchHandle(ctx, opts, st.get(), text) },
+			func(err error) { fmt.Fprintf(ios.ErrOut, "Warning: %v\n", err) })
+		cancel()
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(ios.ErrOut, "Stopped watching.")
+			return nil
+		}
+	}
+}
+
+// watchHandle runs one clipboard text through a transaction; nothing it
+// finds ends the watch.
+func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, text string) {
+	ios := opts.IO
+	resp, err := patch.Parse(text)
+	if err != nil {
+		var np *patch.NotPatchError
+		if errors.As(err, &np) {
+			fmt.Fprintf(ios.ErrOut, "Clipboard content is not a relay response (%s). Ignoring.\n", np.Reason)
+		} else {
+			fmt.Fprintf(ios.ErrOut, "Clipboard content could not be parsed (%v). Ignoring.\n", err)
+		}
+		return
+	}
+	if resp.Control.ProjectID != cfg.ProjectID {
+		fmt.Fprintf(ios.ErrOut, "Ignoring a response for project '%s' (this is '%s').\n", resp.Control.ProjectID, cfg.ProjectID)
+		return
+	}
+	if err := recoverProject(ios, cfg.Dir); err != nil {
+		printError(ios.ErrOut, err)
+		return
+	}
+	fmt.Fprintf(ios.ErrOut, "New response detected for project '%s'.\n", cfg.ProjectID)
+	res, err := newEngine(ios, cfg, opts.Yes).Run(ctx, txn.Request{Response: resp, Yes: opts.Yes})
+	if err != nil {
+		printError(ios.ErrOut, txnError(err, ""))
+	} else if err := printCommitted(ios, res, false); err != nil {
+		fmt.Fprintf(ios.ErrOut, "Warning: %v\n", err)
+	}
+	if ctx.Err() == nil {
+		fmt.Fprintln(ios.ErrOut, "Watching for the next response...")
+	}
+}
+
+// watchConfigFile reloads the config when its file changes (250 ms
+// debounce); a change to how the clipboard is read restarts the watcher.
+func watchConfigFile(ctx context.Context, ios *iostreams.IOStreams, st *watchState) (stop func(), err error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	file := st.get().File
+	// Watch the directory: editors replace files by renaming over them.
+	if err := w.Add(filepath.Dir(file)); err != nil {
+		w.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var timer *time.Timer
+		var fire <-chan time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Clean(ev.Name) != filepath.Clean(file) || ev.Op == fsnotify.Chmod {
+					continue
+				}
+				if timer == nil {
+					timer = time.NewTimer(250 * time.Millisecond)
+				} else {
+					timer.Reset(250 * time.Millisecond)
+				}
+				fire = timer.C
+			case <-fire:
+				fire = nil
+				old := st.get()
+				cfg, warnings, err := config.Load(old.Dir)
+				if err != nil {
+					fmt.Fprintf(ios.ErrOut, "Config reload failed: %v (keeping the previous settings).\n", err)
+					continue
+				}
+				for _, wmsg := range warnings {
+					fmt.Fprintf(ios.ErrOut, "Warning: %s\n", wmsg)
+				}
+				st.mu.Lock()
+				st.cfg = cfg
+				st.mu.Unlock()
+				fmt.Fprintf(ios.ErrOut, "Reloaded %s.\n", filepath.Base(cfg.File))
+				if cfg.Watcher.ClipboardPollInterval != old.Watcher.ClipboardPollInterval || cfg.Clipboard.ReadCommand != old.Clipboard.ReadCommand {
+					select {
+					case st.restart <- struct{}{}:
+					default:
+					}
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				fmt.Fprintf(ios.ErrOut, "Warning: config watcher: %v\n", err)
+			}
+		}
+	}()
+	return func() { w.Close(); <-done }, nil
+}
+
+// clipboardDoctorChecks reports which clipboard reader relay watch would use.
+func clipboardDoctorChecks() []doctorCheck {
+	return []doctorCheck{{Name: "clipboard", Run: checkClipboard}}
+}
+
+func checkClipboard(ctx context.Context, f *Factory) checkResult {
+	readCmd := ""
+	if dir, err := f.WorkDir(); err == nil {
+		if cfg, _, err := config.Load(dir); err == nil {
+			readCmd = cfg.Clipboard.ReadCommand
+		}
+	}
+	env := clipboard.System()
+	env.Getenv = f.Getenv
+	tool, err := clipboard.Detect(env, readCmd)
+	if err != nil {
+		var na *clipboard.NotAvailableError
+		if errors.As(err, &na) {
+			return checkResult{Status: statusWarn, Detail: "no clipboard reader for relay watch (" + joinTried(na.Tried) + ")", Hint: na.Hint}
+		}
+		return checkResult{Status: statusWarn, Detail: err.Error()}
+	}
+	mode := "polled"
+	if len(tool.Watch) > 0 {
+		mode = "change events"
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := clipboard.ReadWith(rctx, tool); err != nil {
+		return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s (%s) is selected but reading failed: %v", tool.Name, tool.Why, err),
+			Hint: "check that the graphical session is reachable, or set clipboard.readCommand"}
+	}
+	return checkResult{Status: statusOK, Detail: fmt.Sprintf("relay watch reads with %s (%s; %s)", tool.Name, tool.Why, mode)}
+}
+
+func joinTried(t []string) string {
+	out := ""
+	for i, s := range t {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}
