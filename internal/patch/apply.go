@@ -12,6 +12,16 @@ const DefaultFuzzyThreshold = 0.9
 type Options struct {
 	// FuzzyThreshold is the minimum similarity (0..1] of a fuzzy match; 0 means 0.9.
 	FuzzyThreshold float64
+	// SearchBuffer is how many lines around an explicit :start_line:/:end_line:
+	// range a SEARCH block may still match; 0 means 40.
+	SearchBuffer int
+}
+
+func (o Options) buffer() int {
+	if o.SearchBuffer <= 0 {
+		return 40
+	}
+	return o.SearchBuffer
 }
 
 func (o Options) threshold() float64 {

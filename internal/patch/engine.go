@@ -268,9 +268,6 @@ func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed
 	q := query{hint: -1, lo: 0, hi: -1, preferFrom: -1, threshold: en.opts.threshold(), eof: e.eof}
 	if e.hint >= 0 {
 		q.hint = e.hint + drift
-		if e.hintEnd >= 0 {
-			q.hint = e.hint
-		}
 	}
 	if en.newUni {
 		q.preferFrom = prevEnd
@@ -290,13 +287,17 @@ func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed
 	if len(e.old) == 0 {
 		return en.insert(ix, e, q)
 	}
-	// Explicit line range (multi-search-replace :start_line:/:end_line:): try the exact range first.
-	if e.hint >= 0 && e.hintEnd >= 0 {
+	// An explicit line range (:start_line: with :end_line:) is tried exactly,
+	// then widened by the search buffer; nothing outside it is considered.
+	if e.hintEnd >= 0 {
+		lo := max(e.hint, 0)
 		rq := q
-		rq.lo, rq.hi = e.hint, max(e.hint, e.hintEnd-len(e.old)+1)
+		rq.lo, rq.hi = lo, max(lo, e.hintEnd-len(e.old)+1)
 		if mt, ms := ix.find(e.old, rq); ms == nil {
 			return en.finish(ix, e, mt)
 		}
+		buf := en.opts.buffer()
+		q.lo, q.hi = max(0, lo-buf), max(0, e.hintEnd+buf-len(e.old)+1)
 	}
 	mt, ms := ix.find(e.old, q)
 	if ms == nil {

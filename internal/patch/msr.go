@@ -197,27 +197,41 @@ func parseSR(lines []string) ([]srBlock, error) {
 		return nil, fmt.Errorf("no SEARCH/REPLACE blocks found; expected <<<<<<< SEARCH, the old lines, =======, the new lines, >>>>>>> REPLACE")
 	}
 	for i := range blocks {
-		blocks[i].search = stripLineNumbers(blocks[i].search)
-		blocks[i].replace = stripLineNumbers(blocks[i].replace)
+		b := &blocks[i]
+		// Numbers copied from a numbered file view go only when every SEARCH line
+		// has one, and REPLACE is numbered throughout or not at all.
+		sAll, _ := numbered(b.search)
+		rAll, rSome := numbered(b.replace)
+		if sAll && (rAll || !rSome) {
+			b.search = stripLineNumbers(b.search)
+			if rAll {
+				b.replace = stripLineNumbers(b.replace)
+			}
+		}
 	}
 	return blocks, nil
 }
 
-// stripLineNumbers removes `12 | ` prefixes when every non-empty line has one.
-func stripLineNumbers(ls []string) []string {
+// numbered reports whether every (all) or any (some) non-blank line has a `12 | ` prefix.
+func numbered(ls []string) (all, some bool) {
+	all = true
 	seen := 0
 	for _, l := range ls {
 		if isBlank(l) {
 			continue
 		}
-		if _, ok := numberPrefix(l); !ok {
-			return ls
-		}
 		seen++
+		if _, ok := numberPrefix(l); ok {
+			some = true
+		} else {
+			all = false
+		}
 	}
-	if seen == 0 {
-		return ls
-	}
+	return all && seen > 0, some
+}
+
+// stripLineNumbers removes `12 | ` prefixes.
+func stripLineNumbers(ls []string) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {
 		if n, ok := numberPrefix(l); ok {
@@ -267,12 +281,12 @@ func applySR(d doc, body string, opts Options) (Result, error) {
 		}
 		if b.start > 0 {
 			e.hint = b.start - 1
-			if b.end >= b.start {
-				e.hintEnd = b.end - 1
-			}
 			if len(e.old) == 0 {
 				e.insertAt = b.start - 1
 			}
+		}
+		if b.end > 0 && b.end >= b.start {
+			e.hintEnd = b.end - 1
 		}
 		edits[i] = e
 	}

@@ -226,7 +226,10 @@ func applyUnified(d doc, s Strategy, body string, opts Options) (Result, error) 
 }
 
 // splitHunk places a hunk whose lines do not match as a whole by locating each
-// change with its own context, shrinking that context when lines were dropped.
+// change with its own context, leaving out far context when lines were
+// inserted or dropped. Every context line of the hunk must still be matched by
+// a part or found between the parts (a few foreign lines allowed), so a part
+// never lands in a different place.
 func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 	type grp struct{ s, e int }
 	var groups []grp
@@ -246,9 +249,12 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 		return nil
 	}
 	const maxCtx = 4
+	type partPos struct {
+		start, end int // located region of the part's old lines
+		a, b       int // context lines kept before and after the change
+	}
 	var out []placed
-	prevEnd := -1 // end of the previous part's changed core in the file
-	gapLimit := -1
+	var pos []partPos
 	for gi, g := range groups {
 		preFrom := 0
 		if gi > 0 {
@@ -266,14 +272,9 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 		if len(post) > maxCtx {
 			post = post[:maxCtx]
 		}
-		// Old lines before this part in the hunk give the part its own hint.
-		oldBefore := 0
-		for _, l := range e.hunk[:g.s-len(pre)] {
-			if l.op != '+' {
-				oldBefore++
-			}
-		}
+		oldBefore := len(hunkOld(e.hunk[:g.s-len(pre)]))
 		var found *placed
+		var fp partPos
 		full := len(pre) + len(post)
 		for total := full; total >= 0 && found == nil; total-- {
 			for a := min(len(pre), total); a >= 0 && found == nil; a-- {
@@ -294,9 +295,11 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 				if q.hint >= 0 {
 					pq.hint = q.hint + oldBefore + (len(pre) - a)
 				}
-				if prevEnd >= 0 {
-					pq.lo = max(q.lo, prevEnd-a)
-					pq.hi = prevEnd + gapLimit + 10
+				if len(pos) > 0 {
+					prev := pos[len(pos)-1]
+					gap := len(hunkOld(e.hunk[groups[gi-1].e:g.s]))
+					pq.lo = max(q.lo, prev.end-prev.b-a)
+					pq.hi = prev.end + gap + nearbySlack
 					if q.hi >= 0 {
 						pq.hi = min(pq.hi, q.hi)
 					}
@@ -308,14 +311,89 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 				}
 				p := en.build(ix, sub, mt)
 				found = &p
+				fp = partPos{start: mt.start, end: mt.start + len(sub.old), a: a, b: b}
 			}
 		}
 		if found == nil {
 			return nil
 		}
 		out = append(out, *found)
-		prevEnd = found.coreStart + found.coreN
-		gapLimit = postTo - g.e
+		pos = append(pos, fp)
+	}
+	// Context the parts left out must be where the hunk says it is.
+	first, last := groups[0], groups[len(groups)-1]
+	if !nearby(ix, hunkOld(e.hunk[:first.s-pos[0].a]), pos[0].start-1, -1, -1) {
+		return nil
+	}
+	lp := pos[len(pos)-1]
+	if !nearby(ix, hunkOld(e.hunk[last.e+lp.b:]), lp.end, 1, -1) {
+		return nil
+	}
+	for k := 1; k < len(groups); k++ {
+		mid := hunkOld(e.hunk[groups[k-1].e:groups[k].s])
+		left, right := pos[k-1], pos[k]
+		if left.b+right.a >= len(mid) {
+			continue
+		}
+		if !nearby(ix, mid[left.b:len(mid)-right.a], left.end, 1, right.start) {
+			return nil
+		}
 	}
 	return out
+}
+
+func hunkOld(ls []hline) []string {
+	var out []string
+	for _, l := range ls {
+		if l.op != '+' {
+			out = append(out, l.text)
+		}
+	}
+	return out
+}
+
+// nearbySlack is how many foreign lines may sit between a located part and the context it dropped.
+const nearbySlack = 3
+
+// nearby checks that want (context lines in file order) appears walking from
+// pos in direction dir, allowing nearbySlack extra lines in total and not
+// reaching limit (-1 for none).
+func nearby(ix *index, want []string, pos, dir, limit int) bool {
+	slack := nearbySlack
+	order := make([]int, len(want))
+	for i := range want {
+		if dir < 0 {
+			order[i] = len(want) - 1 - i
+		} else {
+			order[i] = i
+		}
+	}
+	for _, k := range order {
+		key := strings.TrimSpace(want[k])
+		for {
+			if pos < 0 || pos >= len(ix.lines) || (limit >= 0 && pos >= limit) {
+				return false
+			}
+			if ix.keys[pos] == key || (stripComment(ix.keys[pos]) == stripComment(key) && stripComment(key) != "") {
+				pos += dir
+				break
+			}
+			if slack == 0 {
+				return false
+			}
+			slack--
+			pos += dir
+		}
+	}
+	return true
+}
+
+// stripComment drops a trailing // or # comment: LLMs annotate context lines.
+func stripComment(s string) string {
+	for _, tok := range []string{" //", " #", "\t//", "\t#"} {
+		if i := strings.Index(s, tok); i >= 0 {
+			s = s[:i]
+		}
+	}
+	return strings.TrimSpace(s)
 }
