@@ -96,6 +96,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdAsk(f, nil))
 	root.AddCommand(newCmdBackends(f, nil))
 	addMemoryCommands(root, f)
+	root.AddCommand(newCmdOpen(f, nil))
 	root.AddCommand(newCmdApply(f, nil))
 	root.AddCommand(newCmdWatch(f, nil))
 	root.AddCommand(newCmdLog(f, nil))
