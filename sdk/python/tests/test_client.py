@@ -163,7 +163,7 @@ class ApiTest(unittest.TestCase):
         tid = self.c.thread_new()["thread_id"]
         with self.assertRaises(BadRequestError) as cm:
             self.c.state_patch(tid, [
-                {"op": "add", "path": "/facts/-", "value": {"id": "x"}},
+                {"op": "add", "path": "/facts/-", "value": {"id": "x", "key": "k", "value": 1}},
                 {"op": "remove", "path": "/facts/7"},
             ])
         self.assertEqual(cm.exception.code, "invalid_patch")
@@ -174,7 +174,7 @@ class ApiTest(unittest.TestCase):
         tid = self.c.thread_new()["thread_id"]
         big = "x" * (1024 * 1024 + 10)
         with self.assertRaises(PayloadTooLargeError) as cm:
-            self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "big", "value": big}}])
+            self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "big", "key": "k", "value": big}}])
         self.assertEqual(cm.exception.status, 413)
 
     def test_artifact_put_get_text_and_bytes(self):
@@ -206,7 +206,7 @@ class ApiTest(unittest.TestCase):
 
     def test_events_list(self):
         tid = self.c.thread_new("events")["thread_id"]
-        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "f"}}])
+        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "f", "key": "k", "value": 1}}])
         types = [e["type"] for e in self.c.events(tid)]
         self.assertEqual(types[0], "thread.created")
         self.assertIn("state.patched", types)
@@ -276,18 +276,18 @@ class TailTest(unittest.TestCase):
         t.start()
         first = _take(q, 1)
         self.assertEqual(first[0]["type"], "thread.created")
-        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "live"}}])
+        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "live", "key": "k", "value": 1}}])
         live = _take(q, 1)
         self.assertEqual(live[0]["type"], "state.patched")
         self.assertEqual(live[0]["data"]["version"], 2)
         self.assertGreater(live[0]["id"], first[0]["id"])
         stop.set()
-        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "wake"}}])
+        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "wake", "key": "k", "value": 0}}])
         t.join(10)
 
     def test_tail_after_skips_older_events(self):
         tid = self.c.thread_new("tail-after")["thread_id"]
-        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "1"}}])
+        self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "1", "key": "k", "value": 1}}])
         evs = self.c.events(tid)
         gen = self.c.tail(tid, after=evs[0]["id"])
         try:
@@ -310,7 +310,7 @@ class TailResumeTest(unittest.TestCase):
                                  daemon=True)
             t.start()
             for i in range(3):
-                c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": f"before{i}"}}])
+                c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": f"before{i}", "key": "k", "value": i}}])
             before = _take(q, 4)
             self.assertEqual(len(before), 4)
 
@@ -318,7 +318,7 @@ class TailResumeTest(unittest.TestCase):
             time.sleep(0.5)
             d.start()
             for i in range(3):
-                c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": f"after{i}"}}])
+                c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": f"after{i}", "key": "k", "value": i}}])
             after = _take(q, 3, timeout=30)
             stop.set()
 
@@ -327,7 +327,7 @@ class TailResumeTest(unittest.TestCase):
             self.assertEqual(ids, sorted(set(ids)), "events repeated or out of order")
             self.assertEqual(ids, [e["id"] for e in c.events(tid)])
             self.assertEqual([e["data"]["version"] for e in after], [5, 6, 7])
-            c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "wake"}}])
+            c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "wake", "key": "k", "value": 0}}])
             t.join(10)
         finally:
             d.close()

@@ -129,8 +129,8 @@ describe("api", () => {
 
   it("a stale version is a ConflictError and applies nothing", async () => {
     const { thread_id: tid } = await c.threadNew("conflict");
-    await c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "a" } }], { expectedVersion: 1 });
-    await assert.rejects(c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "b" } }], { expectedVersion: 1 }), (e) => {
+    await c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "a", key: "k", value: 1 } }], { expectedVersion: 1 });
+    await assert.rejects(c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "b", key: "k", value: 2 } }], { expectedVersion: 1 }), (e) => {
       assert.ok(e instanceof ConflictError);
       assert.equal(e.status, 409);
       assert.equal(e.code, "version_conflict");
@@ -145,7 +145,7 @@ describe("api", () => {
     const { thread_id: tid } = await c.threadNew();
     await assert.rejects(
       c.statePatch(tid, [
-        { op: "add", path: "/facts/-", value: { id: "x" } },
+        { op: "add", path: "/facts/-", value: { id: "x", key: "k", value: 1 } },
         { op: "remove", path: "/facts/7" },
       ]),
       (e) => e instanceof BadRequestError && e.code === "invalid_patch" && e.details.op === 1,
@@ -156,7 +156,7 @@ describe("api", () => {
   it("an oversized body is PayloadTooLargeError", async () => {
     const { thread_id: tid } = await c.threadNew();
     const big = "x".repeat(1024 * 1024 + 10);
-    await assert.rejects(c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "big", value: big } }]), (e) => e instanceof PayloadTooLargeError && e.status === 413);
+    await assert.rejects(c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "big", key: "k", value: big } }]), (e) => e instanceof PayloadTooLargeError && e.status === 413);
   });
 
   it("puts and gets text and binary artifacts, with dedupe", async () => {
@@ -210,7 +210,7 @@ describe("tail", () => {
     const col = collector(c.tail(tid, { signal: ac.signal }));
     const [first] = await col.take(1);
     assert.equal(first.type, "thread.created");
-    await c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "live" } }]);
+    await c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "live", key: "k", value: 1 } }]);
     const [, live] = await col.take(2);
     assert.equal(live.type, "state.patched");
     assert.equal(live.data.version, 2);
@@ -220,7 +220,7 @@ describe("tail", () => {
 
   it("after= skips older events; break closes the stream", async () => {
     const { thread_id: tid } = await c.threadNew("tail-after");
-    await c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "1" } }]);
+    await c.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: "1", key: "k", value: 1 } }]);
     const evs = await c.events(tid);
     for await (const ev of c.tail(tid, { after: evs[0].id })) {
       assert.equal(ev.id, evs[1].id);
@@ -235,13 +235,13 @@ describe("tail", () => {
       const { thread_id: tid } = await c2.threadNew("resume");
       const ac = new AbortController();
       const col = collector(c2.tail(tid, { signal: ac.signal, readTimeoutMs: 5000 }));
-      for (let i = 0; i < 3; i++) await c2.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: `before${i}` } }]);
+      for (let i = 0; i < 3; i++) await c2.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: `before${i}`, key: "k", value: i } }]);
       assert.equal((await col.take(4)).length, 4);
 
       await d2.stop(); // the stream breaks here; tail keeps retrying
       await new Promise((r) => setTimeout(r, 500));
       await d2.start();
-      for (let i = 0; i < 3; i++) await c2.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: `after${i}` } }]);
+      for (let i = 0; i < 3; i++) await c2.statePatch(tid, [{ op: "add", path: "/facts/-", value: { id: `after${i}`, key: "k", value: i } }]);
       const got = await col.take(7, 30000);
       ac.abort();
       await col.loop;
