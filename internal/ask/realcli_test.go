@@ -221,6 +221,33 @@ func TestRealCLIs(t *testing.T) {
 				t.Logf("%s reported no output tokens: %+v", c.name, out)
 			}
 			t.Logf("%s: model=%q tokens=%v cost=%v duration=%dms", c.name, out.Model, tokensStr(out), costStr(out.CostUSD), out.DurationMS)
+
+			// a big context goes through stdin intact (one argv element caps at 128 KiB)
+			big := filepath.Join(t.TempDir(), "big.txt")
+			mustWrite(t, big, strings.Repeat("context line for the friend\n", 7000)+"BIG-CONTEXT-END")
+			if out := ask(t, "second question", "--context-file", big); out.Answer != srv.Answer {
+				t.Errorf("big context: answer %q", out.Answer)
+			}
+			if !srv.sawText("BIG-CONTEXT-END") {
+				t.Errorf("the end of a 196 KB context never reached the server")
+			}
+
+			if c.name == "qwen" {
+				return // relay keeps sessions for codex, claude and gemini
+			}
+			first := "SESSION-TURN-ONE for " + c.name
+			ask(t, first, "--session", "conv")
+			before := len(srv.requests())
+			ask(t, "SESSION-TURN-TWO", "--session", "conv")
+			carried := false
+			for _, r := range srv.requests()[before:] {
+				if strings.Contains(r.Text, "SESSION-TURN-TWO") && strings.Contains(r.Text, first) {
+					carried = true
+				}
+			}
+			if !carried {
+				t.Errorf("the second --session turn did not carry the first turn's history")
+			}
 		})
 	}
 }

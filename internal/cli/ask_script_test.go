@@ -1,0 +1,349 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/relaydev/relay/internal/ask"
+)
+
+// Fake friend CLIs for testdata/script/ask_*.txtar. The test binary itself is
+// linked as codex, gemini, claude, qwen and opencode in $FAKEBIN; run under
+// one of those names it records argv, stdin, env and cwd in $WORK/calls and
+// answers the way the real CLI's JSON mode does. Scripts opt in with
+// `env PATH=$FAKEBIN${:}$PATH`.
+
+var fakeFriends = []string{"codex", "gemini", "claude", "qwen", "opencode"}
+
+func init() {
+	if name := filepath.Base(os.Args[0]); slices.Contains(fakeFriends, name) {
+		os.Exit(fakeFriendMain(name))
+	}
+	scriptSetups = append(scriptSetups, setupFakeFriends)
+	scriptCmds["mkfile"] = cmdMkfile
+	scriptCmds["mkprompt"] = cmdMkprompt
+	scriptCmds["filesize"] = cmdFilesize
+	scriptCmds["gone"] = cmdGone
+	scriptCmds["fakeollama"] = cmdFakeOllama
+}
+
+func setupFakeFriends(env *testscript.Env) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(env.WorkDir, ".fakebin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, n := range fakeFriends {
+		if err := os.Symlink(self, filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	env.Setenv("FAKEBIN", dir)
+	// RELAYBIN holds only relay, so a script can show what happens when no friend is installed
+	relayDir := filepath.Join(env.WorkDir, ".relaybin")
+	if err := os.MkdirAll(relayDir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range filepath.SplitList(env.Getenv("PATH")) {
+		if p := filepath.Join(d, "relay"); fileExists(p) {
+			if err := os.Symlink(p, filepath.Join(relayDir, "relay")); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	env.Setenv("RELAYBIN", relayDir)
+	env.Setenv("FAKE_LOG", filepath.Join(env.WorkDir, "calls"))
+	return nil
+}
+
+// fakeEnv reads FAKE_<KEY>_<NAME> first, then FAKE_<KEY>.
+func fakeEnv(name, key string) string {
+	if v, ok := os.LookupEnv("FAKE_" + key + "_" + strings.ToUpper(name)); ok {
+		return v
+	}
+	return os.Getenv("FAKE_" + key)
+}
+
+func argAfter(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+func fakeFriendMain(name string) int {
+	args := os.Args[1:]
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Printf("%s 9.9.9-fake\n", name)
+		return 0
+	}
+	stdin, _ := io.ReadAll(os.Stdin)
+	logDir := os.Getenv("FAKE_LOG")
+	if logDir != "" {
+		_ = os.MkdirAll(logDir, 0o755)
+		wd, _ := os.Getwd()
+		env := os.Environ()
+		sort.Strings(env)
+		shown := slices.Clone(args)
+		for i, a := range shown {
+			// the temp path is random; record it apart so scripts can compare argv exactly
+			if i > 0 && shown[i-1] == "--output-last-message" {
+				shown[i] = "<last-message-file>"
+				_ = os.WriteFile(filepath.Join(logDir, name+".lastmsg"), []byte(a), 0o644)
+			}
+		}
+		_ = os.WriteFile(filepath.Join(logDir, name+".argv"), []byte(strings.Join(shown, "\n")+"\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(logDir, name+".stdin"), stdin, 0o644)
+		// .prompt ends in a newline so scripts can cmp it with a txtar file
+		_ = os.WriteFile(filepath.Join(logDir, name+".prompt"), append(slices.Clone(stdin), '\n'), 0o644)
+		_ = os.WriteFile(filepath.Join(logDir, name+".env"), []byte(strings.Join(env, "\n")+"\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(logDir, name+".cwd"), []byte(wd+"\n"), 0o644)
+		if f, err := os.OpenFile(filepath.Join(logDir, "order"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, name)
+			f.Close()
+		}
+	}
+	if pidFile := fakeEnv(name, "PIDFILE"); pidFile != "" {
+		// a grandchild that would outlive us unless the whole group is killed
+		child := exec.Command("sleep", "300")
+		if err := child.Start(); err == nil {
+			_ = os.WriteFile(pidFile, []byte(fmt.Sprintf("%d\n%d\n", os.Getpid(), child.Process.Pid)), 0o644)
+		}
+	}
+	if s := fakeEnv(name, "SLEEP"); s != "" {
+		secs, _ := strconv.ParseFloat(s, 64)
+		time.Sleep(time.Duration(secs * float64(time.Second)))
+	}
+	answer := fmt.Sprintf("%s says: received %d bytes on stdin", name, len(stdin))
+	if v, ok := os.LookupEnv("FAKE_ANSWER"); ok {
+		answer = v
+	}
+	if v, ok := os.LookupEnv("FAKE_ANSWER_" + strings.ToUpper(name)); ok {
+		answer = v
+	}
+	if nested := fakeEnv(name, "NESTED"); nested != "" {
+		// the depth guard across a real exec: this friend phones another one
+		cmd := exec.Command("relay", "ask", "--to", nested, "--prompt", "nested question")
+		out, err := cmd.CombinedOutput()
+		rc := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			rc = ee.ExitCode()
+		} else if err != nil {
+			rc = -1
+		}
+		_ = os.WriteFile(filepath.Join(logDir, "nested.out"), out, 0o644)
+		answer += fmt.Sprintf("; nested relay exited %d", rc)
+	}
+	if s := fakeEnv(name, "STDERR"); s != "" {
+		fmt.Fprintln(os.Stderr, s)
+	}
+	if code, _ := strconv.Atoi(fakeEnv(name, "EXIT")); code != 0 {
+		fmt.Print(fakeEnv(name, "STDOUT"))
+		return code
+	}
+	if s, ok := os.LookupEnv("FAKE_STDOUT_" + strings.ToUpper(name)); ok {
+		fmt.Print(s)
+		return 0
+	}
+	if s, ok := os.LookupEnv("FAKE_STDOUT"); ok {
+		fmt.Print(s)
+		return 0
+	}
+	emit := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Println(string(b))
+	}
+	inTok, outTok := len(stdin)/4, len(answer)/4
+	switch name {
+	case "codex":
+		thread := "fake-thread-0001"
+		if len(args) > 2 && args[1] == "resume" {
+			thread = args[2]
+		}
+		emit(map[string]any{"type": "thread.started", "thread_id": thread})
+		emit(map[string]any{"type": "turn.started"})
+		if answer != "" {
+			emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_0", "type": "agent_message", "text": answer}})
+			if f := argAfter(args, "--output-last-message"); f != "" {
+				_ = os.WriteFile(f, []byte(answer+"\n"), 0o644)
+			}
+		}
+		emit(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": inTok, "cached_input_tokens": 0, "output_tokens": outTok}})
+	case "claude":
+		session := argAfter(args, "--session-id")
+		if session == "" {
+			session = argAfter(args, "-r")
+		}
+		if session == "" {
+			session = "fake-claude-ephemeral"
+		}
+		model := argAfter(args, "--model")
+		if model == "" {
+			model = "claude-fake-default"
+		}
+		emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": answer, "session_id": session,
+			"num_turns": 1, "total_cost_usd": 0.0125, "usage": map[string]any{"input_tokens": inTok, "output_tokens": outTok},
+			"modelUsage": map[string]any{model: map[string]any{"costUSD": 0.0125, "outputTokens": outTok}}})
+	case "gemini":
+		session := argAfter(args, "--session-id")
+		if session == "" {
+			session = argAfter(args, "--resume")
+		}
+		model := argAfter(args, "-m")
+		if model == "" {
+			model = "gemini-fake-default"
+		}
+		emit(map[string]any{"session_id": session, "response": answer,
+			"stats": map[string]any{"models": map[string]any{model: map[string]any{"tokens": map[string]any{"prompt": inTok, "candidates": outTok}}}}})
+	case "qwen":
+		model := argAfter(args, "-m")
+		if model == "" {
+			model = "qwen-fake-default"
+		}
+		evs := []any{
+			map[string]any{"type": "system", "subtype": "init", "session_id": "q-1", "model": model},
+			map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]any{"type": "text", "text": answer}},
+				"usage": map[string]any{"input_tokens": inTok, "output_tokens": outTok}}},
+			map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": answer},
+		}
+		emit(evs)
+	case "opencode":
+		emit(map[string]any{"type": "step_start", "sessionID": "ses_fake", "part": map[string]any{"type": "step-start"}})
+		if answer != "" {
+			emit(map[string]any{"type": "text", "sessionID": "ses_fake", "part": map[string]any{"type": "text", "text": answer}})
+		}
+		emit(map[string]any{"type": "step_finish", "sessionID": "ses_fake", "part": map[string]any{"type": "step-finish", "cost": 0.001,
+			"tokens": map[string]any{"input": inTok, "output": outTok}}})
+	}
+	return 0
+}
+
+// mkfile FILE N [CHAR]: write exactly N bytes (default 'a'; a multi-byte CHAR counts its bytes).
+func cmdMkfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: mkfile FILE N [CHAR]")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	ch := "a"
+	if len(args) == 3 {
+		ch = args[2]
+	}
+	if n%len(ch) != 0 {
+		ts.Fatalf("%d is not a multiple of len(%q)", n, ch)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Repeat(ch, n/len(ch))), 0o644))
+}
+
+// mkprompt FILE TOTAL REPO: write a prompt whose envelope for REPO is exactly TOTAL bytes.
+func cmdMkprompt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: mkprompt FILE TOTAL REPO")
+	}
+	total, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	repo, err := filepath.EvalSymlinks(ts.MkAbs(args[2]))
+	ts.Check(err)
+	overhead := len(ask.BuildEnvelope(repo, "x", "", "")) - 1
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Repeat("p", total-overhead)), 0o644))
+}
+
+// filesize FILE N: FILE has exactly N bytes.
+func cmdFilesize(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: filesize FILE N")
+	}
+	st, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	want, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	if (st.Size() == want) == neg {
+		ts.Fatalf("%s has %d bytes, want %s%d", args[0], st.Size(), map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// gone PIDFILE: every pid listed in PIDFILE has exited (waits up to 5 s).
+func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: gone PIDFILE")
+	}
+	raw, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	for _, f := range strings.Fields(string(raw)) {
+		pid, err := strconv.Atoi(f)
+		ts.Check(err)
+		deadline := time.Now().Add(5 * time.Second)
+		for syscall.Kill(pid, 0) != syscall.ESRCH {
+			if time.Now().After(deadline) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				ts.Fatalf("process %d is still running", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// fakeollama [CANNED]: start a loopback Ollama /api/chat server for this
+// script and point OLLAMA_HOST at it; requests are logged to $WORK/calls/ollama.json.
+func cmdFakeOllama(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! fakeollama")
+	}
+	answer := "ollama says hello"
+	if len(args) > 0 {
+		answer = strings.Join(args, " ")
+	}
+	logDir := ts.Getenv("FAKE_LOG")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/api/version" {
+			fmt.Fprint(w, `{"version":"0.0.0-fake"}`)
+			return
+		}
+		if r.URL.Path != "/api/chat" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = os.MkdirAll(logDir, 0o755)
+		_ = os.WriteFile(filepath.Join(logDir, "ollama.json"), body, 0o644)
+		var req struct {
+			Model string `json:"model"`
+		}
+		_ = json.Unmarshal(body, &req)
+		if req.Model == "missing" {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":"model \"missing\" not found, try pulling it first"}`)
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"model": req.Model, "message": map[string]any{"role": "assistant", "content": answer},
+			"done": true, "prompt_eval_count": 321, "eval_count": 12})
+		w.Write(b)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("OLLAMA_HOST", srv.URL)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
