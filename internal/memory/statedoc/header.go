@@ -174,79 +174,52 @@ func compact(d []byte, s span) ([]byte, error) {
 func collect(d []byte, m Metrics) (*header, error) {
 	h := &header{schema: []byte(strconv.Quote(Schema)), threadID: []byte(`""`), version: []byte("0"),
 		cacheHits: []byte("0"), tokensAvoided: []byte("0")}
-	spans := map[string]span{}
-	root := span{skipSpace(d, 0), len(d)}
-	err := eachMember(d, root, func(key []byte, v span) error {
-		switch k := string(key); k {
-		case "$schema", "thread_id", "version", "metrics", "facts", "constraints", "open_questions", "plan", "artifacts", "last_actions":
-			spans[k] = v
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	// One pass over the document: scalars are remembered, lists are walked in place.
+	type listSel struct {
+		n, idx int
+		newest bool
+		keep   func(status string, has bool) bool
 	}
-	for k, dst := range map[string]*[]byte{"$schema": &h.schema, "thread_id": &h.threadID, "version": &h.version} {
-		if s, ok := spans[k]; ok {
-			if *dst, err = compact(d, s); err != nil {
-				return nil, err
-			}
-		}
+	statusIs := func(want string) func(string, bool) bool {
+		return func(st string, has bool) bool { return !has || st == "" || st == want }
 	}
-	if s, ok := spans["metrics"]; ok && d[s.start] == '{' {
-		err := eachMember(d, s, func(key []byte, v span) error {
-			switch string(key) {
-			case "cache_hits":
-				h.cacheHits = numberOr(d[v.start:v.end], h.cacheHits)
-			case "tokens_avoided":
-				h.tokensAvoided = numberOr(d[v.start:v.end], h.tokensAvoided)
-			}
+	sels := map[string]listSel{
+		"facts":          {MaxTopFacts, hFacts, true, nil},
+		"constraints":    {MaxTopConstraints, hConstraints, false, nil},
+		"open_questions": {MaxOpenQuestions, hQuestions, false, statusIs("open")},
+		"plan":           {MaxNextSteps, hSteps, false, statusIs("pending")},
+		"artifacts":      {MaxArtifactRefs, hArtifacts, true, nil},
+		"last_actions":   {MaxLastActions, hActions, true, nil},
+	}
+	// newest keeps a ring of the last n spans while counting them all.
+	newest := func(start int, sel listSel) (int, error) {
+		ring := make([]span, sel.n)
+		count := 0
+		end, err := eachElement(d, start, func(v span) error {
+			ring[count%sel.n] = v
+			count++
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-	}
-	if m.CacheHits != 0 {
-		h.cacheHits = strconv.AppendInt(nil, m.CacheHits, 10)
-	}
-	if m.TokensAvoided != 0 {
-		h.tokensAvoided = strconv.AppendInt(nil, m.TokensAvoided, 10)
-	}
-
-	// Newest items: keep a ring of the last n spans while counting them all.
-	last := func(list string, n, idx int) error {
-		s, ok := spans[list]
-		if !ok {
-			return nil
-		}
-		ring := make([]span, n)
-		count := 0
-		if err := eachElement(d, s, func(v span) error {
-			ring[count%n] = v
-			count++
-			return nil
-		}); err != nil {
-			return err
-		}
-		h.totals[idx] = count
-		for i := max(0, count-n); i < count; i++ {
-			c, err := compact(d, ring[i%n])
+		h.totals[sel.idx] = count
+		h.lists[sel.idx] = h.lists[sel.idx][:0]
+		for i := max(0, count-sel.n); i < count; i++ {
+			c, err := compact(d, ring[i%sel.n])
 			if err != nil {
-				return err
+				return 0, err
 			}
-			h.lists[idx] = append(h.lists[idx], c)
+			h.lists[sel.idx] = append(h.lists[sel.idx], c)
 		}
-		return nil
+		return end, nil
 	}
-	// First items, optionally only those whose status member passes keep.
-	first := func(list string, n, idx int, keep func(status string, has bool) bool) error {
-		s, ok := spans[list]
-		if !ok {
-			return nil
-		}
-		return eachElement(d, s, func(v span) error {
-			if keep != nil {
+	// oldest keeps the first n items whose status passes keep (when set).
+	oldest := func(start int, sel listSel) (int, error) {
+		h.totals[sel.idx] = 0
+		h.lists[sel.idx] = h.lists[sel.idx][:0]
+		return eachElement(d, start, func(v span) error {
+			if sel.keep != nil {
 				if d[v.start] != '{' {
 					return nil
 				}
@@ -254,35 +227,69 @@ func collect(d []byte, m Metrics) (*header, error) {
 				if err != nil {
 					return err
 				}
-				if !keep(st, has) {
+				if !sel.keep(st, has) {
 					return nil
 				}
 			}
-			h.totals[idx]++
-			if len(h.lists[idx]) < n {
+			h.totals[sel.idx]++
+			if len(h.lists[sel.idx]) < sel.n {
 				c, err := compact(d, v)
 				if err != nil {
 					return err
 				}
-				h.lists[idx] = append(h.lists[idx], c)
+				h.lists[sel.idx] = append(h.lists[sel.idx], c)
 			}
 			return nil
 		})
 	}
-	statusIs := func(want string) func(string, bool) bool {
-		return func(st string, has bool) bool { return !has || st == "" || st == want }
-	}
-	for _, err := range []error{
-		last("facts", MaxTopFacts, hFacts),
-		first("constraints", MaxTopConstraints, hConstraints, nil),
-		first("open_questions", MaxOpenQuestions, hQuestions, statusIs("open")),
-		first("plan", MaxNextSteps, hSteps, statusIs("pending")),
-		last("artifacts", MaxArtifactRefs, hArtifacts),
-		last("last_actions", MaxLastActions, hActions),
-	} {
-		if err != nil {
-			return nil, err
+	root := span{skipSpace(d, 0), len(d)}
+	err := eachMember(d, root, func(key []byte, start int) (int, error) {
+		k := string(key)
+		if sel, ok := sels[k]; ok && start < len(d) && d[start] == '[' {
+			if sel.newest {
+				return newest(start, sel)
+			}
+			return oldest(start, sel)
 		}
+		end, err := skipValue(d, start)
+		if err != nil {
+			return 0, err
+		}
+		v := span{start, end}
+		switch k {
+		case "$schema":
+			h.schema, err = compact(d, v)
+		case "thread_id":
+			h.threadID, err = compact(d, v)
+		case "version":
+			h.version, err = compact(d, v)
+		case "metrics":
+			if d[start] == '{' {
+				err = eachMember(d, v, func(key []byte, start int) (int, error) {
+					end, err := skipValue(d, start)
+					if err != nil {
+						return 0, err
+					}
+					switch string(key) {
+					case "cache_hits":
+						h.cacheHits = numberOr(d[start:end], h.cacheHits)
+					case "tokens_avoided":
+						h.tokensAvoided = numberOr(d[start:end], h.tokensAvoided)
+					}
+					return end, err
+				})
+			}
+		}
+		return end, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.CacheHits != 0 {
+		h.cacheHits = strconv.AppendInt(nil, m.CacheHits, 10)
+	}
+	if m.TokensAvoided != 0 {
+		h.tokensAvoided = strconv.AppendInt(nil, m.TokensAvoided, 10)
 	}
 	return h, nil
 }
