@@ -475,7 +475,8 @@ func inferInsertIndent(lines []string, at int, repl []string) []string {
 
 // already reports a block whose new text is in the file while its old text is not.
 func (en *engine) already(ix *index, e edit, q query) *BlockFailure {
-	if len(e.new) == 0 || allBlank(e.new) {
+	// Short new text (a lone "}" or "B") is found everywhere; it proves nothing.
+	if len(e.new) == 0 || len(squash(strings.Join(e.new, ""))) < 8 {
 		return nil
 	}
 	q.noFuzzy = true

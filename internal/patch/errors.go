@@ -44,10 +44,15 @@ func (e *ApplyError) Error() string {
 	var b strings.Builder
 	switch {
 	case e.AlreadyApplied:
-		if e.Total == 1 {
-			b.WriteString("the change is already present in the file")
-		} else {
-			fmt.Fprintf(&b, "the change is already present in the file (all %d blocks)", e.Total)
+		b.WriteString("the change is already present in the file")
+		var at []string
+		for _, f := range e.Failures {
+			if f.ClosestLine > 0 {
+				at = append(at, fmt.Sprintf("%s %d at line %d", e.unit(), f.Index, f.ClosestLine))
+			}
+		}
+		if len(at) > 0 {
+			fmt.Fprintf(&b, " (new text of %s)", strings.Join(at, ", "))
 		}
 		return b.String()
 	case len(e.Failures) == 1 && e.Failures[0].Index == 0:

@@ -530,3 +530,42 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// Unfence returns the body of text when text is a single fenced code block
+// (a patch pasted with its markdown fence), and the strategy its header names.
+func Unfence(text string) (body string, st Strategy, ok bool) {
+	text = strings.TrimPrefix(text, bom)
+	if strings.IndexByte(text, '\r') >= 0 {
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	first := 0
+	for first < len(lines) && isBlank(lines[first]) {
+		first++
+	}
+	if first == len(lines) {
+		return "", "", false
+	}
+	c, n, info, isFence := fenceOpen(lines[first])
+	if !isFence {
+		return "", "", false
+	}
+	end := findClose(lines, first+1, c, n, true)
+	if end < 0 {
+		end = findClose(lines, first+1, c, n, false)
+	}
+	if end < 0 {
+		return "", "", false
+	}
+	for _, l := range lines[end+1:] {
+		if !isBlank(l) {
+			return "", "", false
+		}
+	}
+	if _, h, _ := splitInfo(info); h != "" {
+		if _, s, reason := parseHeader(h); reason == "" {
+			st = s
+		}
+	}
+	return joinLines(lines[first+1 : end]), st, true
+}
