@@ -102,6 +102,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdLog(f, nil))
 	root.AddCommand(newCmdRevert(f, nil))
 	root.AddCommand(newCmdGit(f, nil))
+	root.AddCommand(newCmdPatch(f, nil))
 
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return WithHint(UsageError(err), c.CommandPath()+" --help")
