@@ -135,11 +135,11 @@ func fakeFriendMain(name string) int {
 		time.Sleep(time.Duration(secs * float64(time.Second)))
 	}
 	answer := fmt.Sprintf("%s says: received %d bytes on stdin", name, len(stdin))
-	if v, ok := os.LookupEnv("FAKE_ANSWER"); ok {
+	if v := fakeEnv(name, "ANSWER"); v != "" {
 		answer = v
 	}
-	if v, ok := os.LookupEnv("FAKE_ANSWER_" + strings.ToUpper(name)); ok {
-		answer = v
+	if fakeEnv(name, "EMPTY") == "1" {
+		answer = ""
 	}
 	if nested := fakeEnv(name, "NESTED"); nested != "" {
 		// the depth guard across a real exec: this friend phones another one
