@@ -101,7 +101,6 @@ func summary(data json.RawMessage) string {
 	return strings.Join(parts, " ")
 }
 
-
 var mdReplacer = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "`", "'")
 
 func mdEscape(s string) string { return mdReplacer.Replace(s) }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
