@@ -109,6 +109,10 @@ func printLogEntry(w io.Writer, e logEntry) {
 		lines := strings.Split(strings.TrimSpace(e.GitCommitMsg), "\n")
 		fmt.Fprintf(w, "Git Commit: %s\n", lines[0])
 		for _, l := range lines[1:] {
+			if strings.TrimSpace(l) == "" {
+				fmt.Fprintln(w)
+				continue
+			}
 			fmt.Fprintf(w, "            %s\n", l)
 		}
 	}

@@ -111,7 +111,7 @@ func (e *SkipError) Error() string { return "skipping patch: " + e.Reason }
 type NeedsApprovalError struct{ Reason string }
 
 func (e *NeedsApprovalError) Error() string {
-	return e.Reason + " No terminal to ask on, so the changes were not kept"
+	return e.Reason + " There is no terminal to ask on"
 }
 
 // ErrRejected is the user answering no at the approval prompt.
@@ -129,18 +129,19 @@ type Failure struct {
 }
 
 func (f *Failure) Error() string {
-	msg := fmt.Sprintf("%s failed: %v", f.Step, f.Err)
-	if f.Step == "approval" || f.Step == "interrupted" {
-		msg = f.Err.Error()
-	}
+	var status string
 	switch {
 	case f.RollbackErr != nil:
-		return msg + "; " + f.RollbackErr.Error()
+		status = "and " + f.RollbackErr.Error()
 	case f.Touched:
-		return fmt.Sprintf("%s; rolled back, the project is as it was (%d file(s) restored)", msg, len(f.Restored))
+		status = fmt.Sprintf("so the transaction was rolled back (%d file(s) restored; the project is as it was)", len(f.Restored))
 	default:
-		return msg + "; no project file was changed"
+		status = "nothing was changed"
 	}
+	if f.Step == "approval" || f.Step == "interrupted" {
+		return fmt.Sprintf("%v; %s", f.Err, status)
+	}
+	return fmt.Sprintf("%s failed, %s: %v", f.Step, status, f.Err)
 }
 
 func (f *Failure) Unwrap() error { return f.Err }
@@ -229,9 +230,14 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	pl, err := e.plan(proj, req)
 	if err != nil {
 		step := "snapshot"
-		var pe *patchError
+		var (
+			pe   *patchError
+			path *PathError
+		)
 		if errors.As(err, &pe) {
 			step = "patch"
+		} else if errors.As(err, &path) {
+			step = "path check"
 		}
 		return nil, fail(step, err)
 	}

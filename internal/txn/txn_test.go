@@ -172,11 +172,11 @@ func TestFailuresLeaveTreeIdentical(t *testing.T) {
 		{"linter over threshold, nobody to ask", Options{Linter: "test -f x/y/z.txt && echo 'Found 2 errors.' && exit 1; exit 0"}, []patch.Operation{write("x/y/z.txt", "new")}, "approval"},
 		{"manual mode, nobody to ask", Options{ApprovalMode: "manual"}, []patch.Operation{write("a.txt", "changed")}, "approval"},
 		{"parent is a file", Options{}, []patch.Operation{write("a.txt", "changed"), write("keep/k.txt/child.txt", "x")}, "write"},
-		{"path escapes", Options{}, []patch.Operation{write("a.txt", "changed"), write("../escape.txt", "x")}, "snapshot"},
-		{"absolute path", Options{}, []patch.Operation{write("/tmp/abs.txt", "x")}, "snapshot"},
-		{"into .git", Options{}, []patch.Operation{write(".git/config", "x")}, "snapshot"},
-		{"into .relaycode", Options{}, []patch.Operation{write(".relaycode/x.yml", "x")}, "snapshot"},
-		{"symlink outside", Options{}, []patch.Operation{write("out/evil.txt", "x")}, "snapshot"},
+		{"path escapes", Options{}, []patch.Operation{write("a.txt", "changed"), write("../escape.txt", "x")}, "path check"},
+		{"absolute path", Options{}, []patch.Operation{write("/tmp/abs.txt", "x")}, "path check"},
+		{"into .git", Options{}, []patch.Operation{write(".git/config", "x")}, "path check"},
+		{"into .relaycode", Options{}, []patch.Operation{write(".relaycode/x.yml", "x")}, "path check"},
+		{"symlink outside", Options{}, []patch.Operation{write("out/evil.txt", "x")}, "path check"},
 		{"delete missing", Options{}, []patch.Operation{write("a.txt", "c"), patch.Operation{Kind: patch.OpDelete, Path: "missing.txt"}}, "patch"},
 	}
 	for _, tc := range tests {
