@@ -41,7 +41,15 @@ type decoder struct {
 	data  []byte
 	pos   int
 	depth int
+	// Scratch stacks shared by all nesting levels: members are collected here and copied
+	// into exactly sized slices when their container closes.
+	keys   []string
+	vals   []any
+	intern map[string]string // member names repeat across objects; allocate each once
 }
+
+// maxInterned bounds the intern table so hostile input cannot grow it without limit.
+const maxInterned = 4096
 
 func (d *decoder) errf(format string, args ...any) error {
 	return &SyntaxError{Offset: d.pos, Msg: fmt.Sprintf(format, args...)}
@@ -113,24 +121,40 @@ func (d *decoder) object() (any, error) {
 	if err := d.enter(); err != nil {
 		return nil, err
 	}
-	d.pos++ // '{'
-	o := &Object{}
+	d.pos++                                 // '{'
+	base, vbase := len(d.keys), len(d.vals) // arrays being decoded also use d.vals
+	var seen map[string]struct{}            // duplicate check for large objects
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
 		d.depth--
-		return o, nil
+		return &Object{}, nil
 	}
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return nil, d.errf("unexpected %s, want a member name", d.describe())
 		}
 		keyPos := d.pos
-		k, err := d.str()
+		k, err := d.key()
 		if err != nil {
 			return nil, err
 		}
-		if o.Has(k) {
+		dup := false
+		if n := len(d.keys) - base; n < smallObject {
+			for _, x := range d.keys[base:] {
+				dup = dup || x == k
+			}
+		} else {
+			if seen == nil {
+				seen = make(map[string]struct{}, 2*n)
+				for _, x := range d.keys[base:] {
+					seen[x] = struct{}{}
+				}
+			}
+			_, dup = seen[k]
+			seen[k] = struct{}{}
+		}
+		if dup {
 			return nil, &SyntaxError{Offset: keyPos, Msg: fmt.Sprintf("duplicate member name %q", k)}
 		}
 		d.skipSpace()
@@ -143,7 +167,8 @@ func (d *decoder) object() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.Set(k, v)
+		d.keys = append(d.keys, k)
+		d.vals = append(d.vals, v)
 		d.skipSpace()
 		if d.pos >= len(d.data) {
 			return nil, d.errf("unexpected end of input, want ',' or '}'")
@@ -155,6 +180,11 @@ func (d *decoder) object() (any, error) {
 		case '}':
 			d.pos++
 			d.depth--
+			o := &Object{keys: make([]string, len(d.keys)-base), vals: make([]any, len(d.vals)-vbase)}
+			copy(o.keys, d.keys[base:])
+			copy(o.vals, d.vals[vbase:])
+			clear(d.vals[vbase:]) // drop references so the scratch does not pin values
+			d.keys, d.vals = d.keys[:base], d.vals[:vbase]
 			return o, nil
 		default:
 			return nil, d.errf("unexpected %s, want ',' or '}'", d.describe())
@@ -162,24 +192,49 @@ func (d *decoder) object() (any, error) {
 	}
 }
 
+// key decodes a member name, interning names without escapes.
+func (d *decoder) key() (string, error) {
+	start := d.pos + 1
+	end := start
+	for end < len(d.data) && d.data[end] != '"' && d.data[end] != '\\' && d.data[end] >= 0x20 && d.data[end] < utf8.RuneSelf {
+		end++
+	}
+	if end < len(d.data) && d.data[end] == '"' {
+		if k, ok := d.intern[string(d.data[start:end])]; ok {
+			d.pos = end + 1
+			return k, nil
+		}
+		k := string(d.data[start:end])
+		if d.intern == nil {
+			d.intern = make(map[string]string)
+		}
+		if len(d.intern) < maxInterned {
+			d.intern[k] = k
+		}
+		d.pos = end + 1
+		return k, nil
+	}
+	return d.str()
+}
+
 func (d *decoder) array() (any, error) {
 	if err := d.enter(); err != nil {
 		return nil, err
 	}
 	d.pos++ // '['
-	a := []any{}
+	base := len(d.vals)
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
 		d.depth--
-		return a, nil
+		return []any{}, nil
 	}
 	for {
 		v, err := d.value()
 		if err != nil {
 			return nil, err
 		}
-		a = append(a, v)
+		d.vals = append(d.vals, v)
 		d.skipSpace()
 		if d.pos >= len(d.data) {
 			return nil, d.errf("unexpected end of input, want ',' or ']'")
@@ -191,6 +246,10 @@ func (d *decoder) array() (any, error) {
 		case ']':
 			d.pos++
 			d.depth--
+			a := make([]any, len(d.vals)-base)
+			copy(a, d.vals[base:])
+			clear(d.vals[base:])
+			d.vals = d.vals[:base]
 			return a, nil
 		default:
 			return nil, d.errf("unexpected %s, want ',' or ']'", d.describe())
