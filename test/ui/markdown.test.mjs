@@ -60,6 +60,13 @@ describe("parseMarkdown", () => {
     assert.equal(textOf(parseInline("a_b_c and 2 * 3 * 4")), "a_b_c and 2 * 3 * 4");
   });
 
+  it("keeps a tight item's text inline before its sublist", () => {
+    const [ul] = parseMarkdown("- [ ] write it\n  - with tests\n- next");
+    assert.equal(ul.c[0].task, false);
+    assert.deepEqual(ul.c[0].c.map((n) => n.t), ["#text", "ul"]);
+    assert.equal(ul.c[0].c[0].c, "write it");
+  });
+
   it("renders task lists", () => {
     const [ul] = parseMarkdown("- [x] done\n- [ ] todo");
     assert.deepEqual(ul.c.map((li) => li.task), [true, false]);

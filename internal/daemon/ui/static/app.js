@@ -4,7 +4,7 @@
 import { APIError, api, follow, onTokenNeeded, saveToken, storedToken } from "./api.js";
 import { barChart, lineChart } from "./chart.js";
 import { counts, diffLines, hunks } from "./diff.js";
-import { append, clear, copyButton, fmtBytes, fmtNum, fmtTime, h, jsonView, relTime, shortId, timeEl } from "./dom.js";
+import { append, clear, copyButton, fmtBytes, fmtNum, fmtTime, h, jsonView, relTime, shortId, shortRef, timeEl } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 const app = document.getElementById("app");
@@ -108,6 +108,36 @@ function showError(e) {
 
 window.addEventListener("hashchange", route);
 
+// -- token savings ---------------------------------------------------------------------
+
+let statsRoute = true; // false once the daemon says it has no /stats route (no report layer)
+
+/**
+ * savingsFor returns {naive, actual, avoided, src, ...} for a thread: the daemon's /stats when it
+ * has them, else seed 004's formula over what the API shows (naive = Σ artifact bytes / 4,
+ * actual = header bytes / 4 + Σ preview bytes / 4).
+ */
+async function savingsFor(id, have = {}) {
+  if (statsRoute) {
+    try {
+      const st = await api.stats(id);
+      return { naive: st.naive_tokens, actual: st.actual_tokens, avoided: st.tokens_avoided, cacheHits: st.cache_hits, sessionHits: st.session_cache_hits, src: "daemon" };
+    } catch (e) {
+      if (!(e instanceof APIError && e.status === 404)) throw e;
+      if (/no route/i.test(e.message)) statsRoute = false;
+    }
+  }
+  const [header, arts] = await Promise.all([have.header ?? api.header(id), have.arts ?? api.artifacts(id)]);
+  const bytes = (str) => new TextEncoder().encode(str).length;
+  let naive = 0;
+  let actual = Math.ceil(bytes(JSON.stringify(header)) / 4);
+  for (const a of arts) {
+    naive += Math.ceil((a.size || 0) / 4);
+    actual += Math.ceil(bytes(a.preview?.text || "") / 4);
+  }
+  return { naive, actual, avoided: Math.max(0, naive - actual), cacheHits: header.metrics?.cache_hits ?? 0, src: "formula" };
+}
+
 // -- threads list ----------------------------------------------------------------------
 
 async function threadsView(seq) {
@@ -170,7 +200,7 @@ async function threadsView(seq) {
     ),
   );
 
-  // Tokens avoided per thread: from /stats when the daemon has it, else the header's metrics.
+  // Tokens avoided per thread, filled in as the figures arrive.
   const drawChart = () => {
     const top = rows
       .filter((r) => avoided.has(r.t.thread_id))
@@ -179,28 +209,21 @@ async function threadsView(seq) {
       .slice(0, 10);
     clear(chartBox).appendChild(top.length ? barChart(top, { title: "Tokens avoided by thread" }) : h("p", { class: "muted" }, "No savings recorded yet."));
   };
-  let statsMissing = false;
   const queue = rows.slice(0, 100);
   const worker = async () => {
     while (queue.length && seq === renderSeq) {
       const r = queue.shift();
       let n;
       try {
-        if (!statsMissing) n = (await api.stats(r.t.thread_id)).tokens_avoided;
-      } catch (e) {
-        if (e instanceof APIError && e.status === 404) statsMissing = true;
-      }
-      if (n === undefined) {
-        try {
-          n = (await api.thread(r.t.thread_id)).header?.metrics?.tokens_avoided ?? 0;
-        } catch {
-          n = undefined;
-        }
+        n = (await savingsFor(r.t.thread_id)).avoided;
+      } catch {
+        n = undefined;
       }
       r.cell.textContent = n === undefined ? "–" : fmtNum(n);
       if (n !== undefined) avoided.set(r.t.thread_id, n);
     }
   };
+  for (const r of rows.slice(100)) r.cell.textContent = "–";
   await Promise.all([worker(), worker(), worker(), worker()]);
   if (seq === renderSeq && threads.length) drawChart();
 }
@@ -225,6 +248,13 @@ async function threadView(r, seq, sameThread) {
     threadCtx = { id: r.id, thread, events: [], eventIds: new Set(), listeners: new Set() };
     buildThreadShell(threadCtx);
     startFollowing(threadCtx);
+    const ctx0 = threadCtx;
+    savingsFor(r.id)
+      .then((sv) => {
+        ctx0.savings = sv;
+        if (threadCtx === ctx0) renderCards(ctx0);
+      })
+      .catch(() => {});
   }
   const ctx = threadCtx;
   document.title = `${ctx.thread.name || shortId(ctx.id)} · relay`;
@@ -280,16 +310,17 @@ function buildThreadShell(ctx) {
   renderCards(ctx);
 }
 
-function renderCards(ctx, stats) {
+function renderCards(ctx) {
   const t = ctx.thread;
   const m = t.header?.metrics || {};
+  const sv = ctx.savings;
   const card = (label, value, testid, hint) => h("div", { class: "stat", "data-testid": testid, title: hint || "" }, h("div", { class: "stat-value" }, value), h("div", { class: "stat-label" }, label));
   clear(ctx.shell.cards).append(
     card("State version", t.state_ref || `v${t.version}`, "card-version"),
     card("Artifacts", fmtNum(t.artifact_count), "card-artifacts"),
     card("Events", fmtNum(t.event_count), "card-events"),
-    card("Tokens avoided", fmtNum(stats?.tokens_avoided ?? m.tokens_avoided ?? 0), "card-avoided", "naive tokens (content pasted) minus actual tokens (header + previews)"),
-    card("Cache hits", fmtNum(stats?.cache_hits ?? m.cache_hits ?? 0), "card-cache"),
+    card("Tokens avoided", sv ? fmtNum(sv.avoided) : "…", "card-avoided", "naive tokens (content pasted) minus actual tokens (header + previews)"),
+    card("Cache hits", fmtNum(sv?.cacheHits ?? m.cache_hits ?? 0), "card-cache"),
   );
   ctx.shell.badge.textContent = t.state_ref || `v${t.version}`;
 }
@@ -299,7 +330,8 @@ async function refreshThread(ctx) {
     const t = await api.thread(ctx.id);
     if (threadCtx !== ctx) return;
     ctx.thread = t;
-    renderCards(ctx, ctx.stats);
+    ctx.savings = await savingsFor(ctx.id).catch(() => ctx.savings);
+    renderCards(ctx);
   } catch {
     /* keep the last known figures */
   }
@@ -336,14 +368,15 @@ function startFollowing(ctx) {
 // -- overview ----------------------------------------------------------------------------
 
 async function overviewTab(ctx, r, seq) {
-  const [header, arts, stats] = await Promise.all([api.header(ctx.id), api.artifacts(ctx.id), api.stats(ctx.id).catch(() => null)]);
+  const [header, arts] = await Promise.all([api.header(ctx.id), api.artifacts(ctx.id)]);
+  const savings = await savingsFor(ctx.id, { header, arts });
   if (seq !== renderSeq) return null;
-  ctx.stats = stats;
-  renderCards(ctx, stats);
+  ctx.savings = savings;
+  renderCards(ctx);
   const list = (title, items, fmt, testid) =>
     h("div", { class: "card", "data-testid": testid }, h("h3", {}, title, h("span", { class: "count" }, String(items?.length || 0))), items?.length ? h("ul", { class: "items" }, items.map((it) => h("li", {}, fmt(it)))) : h("p", { class: "muted" }, "None."));
   const valueText = (v) => (typeof v === "string" ? v : JSON.stringify(v));
-  const refLink = (ref, label) => h("a", { href: `#/t/${encodeURIComponent(ctx.id)}/artifacts/${encodeURIComponent(ref)}`, class: "mono" }, label || shortId(ref));
+  const refLink = (ref, label) => h("a", { href: `#/t/${encodeURIComponent(ctx.id)}/artifacts/${encodeURIComponent(ref)}`, class: "mono", title: ref }, label || shortRef(ref));
 
   return h(
     "div",
@@ -359,55 +392,63 @@ async function overviewTab(ctx, r, seq) {
       list("Artifact refs", header.artifact_refs, (a) => [refLink(a.ref), " ", h("span", { class: "pill" }, a.type || "?"), " ", a.name || ""], "hdr-artifacts"),
       list("Last actions", header.last_actions, (a) => [timeEl(a.at), " ", a.description || "", a.result_ref ? [" → ", refLink(a.result_ref)] : null], "hdr-actions"),
     ),
-    savingsCard(ctx, header, arts, stats),
+    savingsCard(header, arts, savings),
     h("details", { class: "card" }, h("summary", {}, "State header as agents receive it (", fmtBytes(new TextEncoder().encode(JSON.stringify(header)).length), ")"), jsonView(header)),
   );
 }
 
-function savingsCard(ctx, header, arts, stats) {
-  // The daemon's figures when it has /stats; otherwise the seed's formula over what the UI can see.
-  const headerTokens = Math.ceil(JSON.stringify(header).length / 4);
+function savingsCard(header, arts, fig) {
+  // The cumulative view always uses the seed's formula: it is the only per-artifact series.
+  const bytes = (str) => new TextEncoder().encode(str).length;
   let naive = 0;
-  let actual = headerTokens;
+  let actual = Math.ceil(bytes(JSON.stringify(header)) / 4);
   const cumNaive = [];
   const cumActual = [];
   for (const a of arts) {
     naive += Math.ceil((a.size || 0) / 4);
-    actual += Math.ceil((a.preview?.text?.length || 0) / 4);
+    actual += Math.ceil(bytes(a.preview?.text || "") / 4);
     cumNaive.push(naive);
     cumActual.push(actual);
   }
-  const fig = stats
-    ? { naive: stats.naive_tokens, actual: stats.actual_tokens, avoided: stats.tokens_avoided, src: "daemon" }
-    : { naive, actual, avoided: Math.max(0, naive - actual), src: "estimate" };
   const pct = fig.naive > 0 ? Math.round((fig.avoided / fig.naive) * 100) : 0;
+  const label = (a) => (a.name || shortRef(a.ref)).slice(0, 24);
   return h(
     "div",
     { class: "card", "data-testid": "savings" },
-    h("h3", {}, "Token savings", h("span", { class: "muted small" }, fig.src === "daemon" ? " from relay stats" : " estimated: bytes ÷ 4")),
-    h("p", { class: "big-figure" }, fmtNum(fig.avoided), h("span", { class: "muted" }, ` tokens avoided (${pct}%)`)),
-    barChart(
-      [
-        { label: "Naive (content pasted)", value: fig.naive, cls: "naive" },
-        { label: "Actual (header + refs)", value: fig.actual, cls: "actual" },
-        { label: "Avoided", value: fig.avoided, cls: "avoided" },
-      ],
-      { title: "Token savings" },
+    h("h3", {}, "Token savings", h("span", { class: "muted small" }, fig.src === "daemon" ? "from relay stats" : "seed formula: bytes ÷ 4")),
+    h(
+      "div",
+      { class: "grid-2 even" },
+      h(
+        "div",
+        {},
+        h("p", { class: "big-figure" }, fmtNum(fig.avoided), h("span", { class: "muted" }, ` tokens avoided (${pct}% of ${fmtNum(fig.naive)})`)),
+        barChart(
+          [
+            { label: "Naive (content pasted)", value: fig.naive, cls: "naive" },
+            { label: "Actual (header + refs)", value: fig.actual, cls: "actual" },
+            { label: "Avoided", value: fig.avoided, cls: "avoided" },
+          ],
+          { title: "Token savings" },
+        ),
+        fig.src === "daemon" ? h("p", { class: "muted small" }, `Cache hits ${fmtNum(fig.cacheHits)} · session cache hits ${fmtNum(fig.sessionHits)}`) : null,
+      ),
+      arts.length > 1
+        ? h(
+            "div",
+            {},
+            h("h4", {}, `Cumulative tokens over ${arts.length} artifacts`),
+            lineChart(
+              [
+                { name: "naive tokens", cls: "naive", points: cumNaive },
+                { name: "actual tokens", cls: "actual", points: cumActual },
+              ],
+              { title: "Cumulative tokens", xLabels: [label(arts[0]), label(arts[arts.length - 1])] },
+            ),
+            h("div", { class: "legend" }, h("span", { class: "sw naive" }), "naive ", h("span", { class: "sw actual" }), "actual"),
+          )
+        : h("p", { class: "muted" }, "The cumulative chart appears once the thread has two artifacts."),
     ),
-    arts.length > 1
-      ? [
-          h("h4", {}, "Cumulative over ", arts.length, " artifacts"),
-          lineChart(
-            [
-              { name: "naive tokens", cls: "naive", points: cumNaive },
-              { name: "actual tokens", cls: "actual", points: cumActual },
-            ],
-            { title: "Cumulative tokens", xLabels: [relTime(arts[0].created_at), relTime(arts[arts.length - 1].created_at)] },
-          ),
-          h("div", { class: "legend" }, h("span", { class: "sw naive" }), "naive ", h("span", { class: "sw actual" }), "actual"),
-        ]
-      : null,
-    stats ? h("p", { class: "muted small" }, `Cache hits ${fmtNum(stats.cache_hits)} · session cache hits ${fmtNum(stats.session_cache_hits)}`) : null,
   );
 }
 
@@ -647,7 +688,7 @@ async function artifactDetail(ctx, ref, seq) {
       h("dd", { class: "mono small break" }, a.hash || "–"),
       h("dt", {}, "created"),
       h("dd", {}, fmtTime(a.created_at), p.created_by ? ` by ${p.created_by}` : "", p.capability ? ` via ${p.capability}` : ""),
-      p.source_refs?.length ? [h("dt", {}, "sources"), h("dd", {}, p.source_refs.map((s) => [h("a", { href: `#/t/${encodeURIComponent(ctx.id)}/artifacts/${encodeURIComponent(s)}`, class: "mono" }, shortId(s)), " "]))] : null,
+      p.source_refs?.length ? [h("dt", {}, "sources"), h("dd", {}, p.source_refs.map((s) => [h("a", { href: `#/t/${encodeURIComponent(ctx.id)}/artifacts/${encodeURIComponent(s)}`, class: "mono", title: s }, shortRef(s)), " "]))] : null,
     ),
     note ? h("p", { class: "notice" }, note) : null,
     body,
@@ -674,7 +715,7 @@ async function downloadArtifact(threadId, a) {
 
 function eventSummary(ev, ctxId) {
   const d = ev.data || {};
-  const ref = (r) => h("a", { href: `#/t/${encodeURIComponent(ctxId)}/artifacts/${encodeURIComponent(r)}`, class: "mono" }, shortId(r));
+  const ref = (r) => h("a", { href: `#/t/${encodeURIComponent(ctxId)}/artifacts/${encodeURIComponent(r)}`, class: "mono", title: r }, shortRef(r));
   switch (ev.type) {
     case "thread.created":
       return ["thread created", d.name ? [" as ", h("strong", {}, d.name)] : ""];

@@ -89,6 +89,11 @@ export function shortId(id) {
   return id ? String(id).slice(0, 8) : "";
 }
 
+/** shortRef shows an artifact ref's random tail: its first 12 digits are a timestamp shared by neighbours. */
+export function shortRef(ref) {
+  return ref ? "…" + String(ref).slice(-8) : "";
+}
+
 /** jsonView renders a value as indented JSON with token classes for colouring. */
 export function jsonView(value, attrs = {}) {
   const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);

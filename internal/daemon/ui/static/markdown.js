@@ -87,8 +87,9 @@ export function parseMarkdown(src, depth = 0) {
           body[0] = body[0].slice(tm[0].length);
         }
         const inner = depth < MAX_DEPTH ? parseMarkdown(body.join("\n"), depth + 1) : [{ t: "p", c: [text(body.join("\n"))] }];
-        // Tight lists render their single paragraph inline.
-        const c = inner.length === 1 && inner[0].t === "p" ? inner[0].c : inner;
+        // A tight item (no blank line inside) renders its leading paragraph inline, before any sublist.
+        const tight = !body.includes("");
+        const c = tight && inner[0]?.t === "p" ? [...inner[0].c, ...inner.slice(1)] : inner;
         items.push(task === undefined ? { t: "li", c } : { t: "li", task, c });
         while (i < lines.length && isBlank(lines[i]) && i + 1 < lines.length && /^ {0,3}([-*+]|\d{1,9}[.)])\s+/.test(lines[i + 1])) i++;
       }
