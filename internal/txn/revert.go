@@ -13,10 +13,16 @@ import (
 )
 
 // NotFoundError is a transaction reference that matches nothing.
-type NotFoundError struct{ Ref string }
+type NotFoundError struct {
+	Ref   string
+	Index bool
+}
 
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("could not find a committed transaction %q; run relay log to see them", e.Ref)
+	if e.Index {
+		return fmt.Sprintf("no transaction left to revert at index %s (reverts and reverted transactions are skipped; name one by uuid to revert it)", e.Ref)
+	}
+	return fmt.Sprintf("could not find a committed transaction %q", e.Ref)
 }
 
 // Find resolves a uuid or a 1-based index. Indexes count committed
@@ -45,7 +51,7 @@ func Find(projectDir, ref string) (*State, error) {
 				return s, nil
 			}
 		}
-		return nil, &NotFoundError{Ref: ref}
+		return nil, &NotFoundError{Ref: ref, Index: true}
 	}
 	for _, s := range all {
 		if s.UUID == ref || len(ref) >= 8 && strings.HasPrefix(s.UUID, ref) {
