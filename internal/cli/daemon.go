@@ -228,7 +228,7 @@ func upForeground(ctx context.Context, opts *UpOptions, home string, port int, t
 		fmt.Fprintf(opts.F.IO.ErrOut, "Warning: listening on %s without an API token; anyone on the network can read and change your memory (run relay init to create a token)\n", opts.Host)
 	}
 	err := daemon.Run(ctx, daemon.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
-		LogLevel: level, Ready: func(info daemon.Info) {
+		LogLevel: level, Sync: opts.F.Getenv("RELAY_DB_SYNC"), Ready: func(info daemon.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
 		}})
 	if errors.Is(err, daemon.ErrAlreadyRunning) {

@@ -58,6 +58,8 @@ type RunOptions struct {
 	Token    string
 	Version  string
 	LogLevel slog.Level
+	// Sync is the store's commit durability: "full" (default) or "normal" (memory.Options).
+	Sync string
 	// Ready is called once the daemon is serving.
 	Ready func(Info)
 }
@@ -94,7 +96,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer ln.Close()
 
-	store, err := memory.OpenSQLite(o.Home, memory.Options{})
+	store, err := memory.OpenSQLite(o.Home, memory.Options{Sync: o.Sync})
 	if err != nil {
 		log.Error("open store failed", "err", err)
 		return err
