@@ -55,6 +55,12 @@ func setupFakeFriends(env *testscript.Env) error {
 			return err
 		}
 	}
+	if os.Geteuid() == 0 {
+		// lets a script say [exec:relay-test-euid0] once $FAKEBIN is on PATH
+		if err := os.WriteFile(filepath.Join(dir, "relay-test-euid0"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			return err
+		}
+	}
 	env.Setenv("FAKEBIN", dir)
 	// RELAYBIN holds only relay, so a script can show what happens when no friend is installed
 	relayDir := filepath.Join(env.WorkDir, ".relaybin")
