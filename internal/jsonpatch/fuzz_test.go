@@ -55,6 +55,9 @@ func FuzzDecode(f *testing.F) {
 		if !Equal(v, v2) {
 			t.Fatalf("round trip changed the value: %q -> %q", data, out)
 		}
+		if hashValue(v) != hashValue(v2) {
+			t.Fatalf("equal values hash differently: %q", data)
+		}
 		out2, _ := Encode(v2)
 		if !bytes.Equal(out, out2) {
 			t.Fatalf("encoding is not stable: %q vs %q", out, out2)
@@ -118,6 +121,8 @@ func FuzzDiff(f *testing.F) {
 	f.Add([]byte(`{"a":[1,2,3],"b":{"c":1}}`), []byte(`{"a":[2,3,4],"b":{"d":1},"e":null}`))
 	f.Add([]byte(`[1,2,3]`), []byte(`[3,2,1]`))
 	f.Add([]byte(`{"~/":1}`), []byte(`{"/~":1}`))
+	f.Add([]byte(`[1,2,3,4,5,6,7,8]`), []byte(`[1,3,4,9,5,6,8,[2]]`))
+	f.Add([]byte(`{"l":[{"a":1},{"b":2},{"c":3}]}`), []byte(`{"l":[{"b":2},{"c":3.0},{"a":1}]}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		if _, err := Decode(a); err != nil {
 			return

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"math/rand/v2"
+	"strconv"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -344,5 +347,93 @@ func TestEncodeGoValues(t *testing.T) {
 	}
 	if got, _ := Encode("a\xffb"); string(got) != `"a\ufffdb"` {
 		t.Errorf("invalid UTF-8 encoded as %s", got)
+	}
+}
+
+func TestDiffLongLists(t *testing.T) {
+	a := factDoc(2000)
+	b, err := Apply(a, []byte(`[{"op":"remove","path":"/facts/17"},{"op":"replace","path":"/facts/500/value","value":"x"},{"op":"add","path":"/facts/-","value":{"id":"new"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Diff(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"op":"remove","path":"/facts/17"},{"op":"replace","path":"/facts/500/value","value":"x"},{"op":"add","path":"/facts/1999","value":{"id":"new"}}]`
+	if string(p) != want {
+		t.Errorf("Diff = %.300s\nwant   %s", p, want)
+	}
+	checkDiff(t, a, b)
+	// Lists that differ everywhere exceed the edit bound and fall back, still correctly.
+	x := `[` + strings.TrimSuffix(strings.Repeat(`1,`, 300), ",") + `]`
+	y := `[` + strings.TrimSuffix(strings.Repeat(`2,`, 250), ",") + `]`
+	checkDiff(t, []byte(x), []byte(y))
+}
+
+// TestMyersIsShortest compares the edit count with a dynamic-programming LCS.
+func TestMyersIsShortest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for iter := 0; iter < 500; iter++ {
+		a := make([]any, rng.IntN(12))
+		b := make([]any, rng.IntN(12))
+		for i := range a {
+			a[i] = json.Number(strconv.Itoa(rng.IntN(4)))
+		}
+		for i := range b {
+			b[i] = json.Number(strconv.Itoa(rng.IntN(4)))
+		}
+		script, ok := myers(a, b, maxEdits)
+		if !ok {
+			t.Fatal("bound exceeded on tiny lists")
+		}
+		lcs := make([][]int, len(a)+1)
+		for i := range lcs {
+			lcs[i] = make([]int, len(b)+1)
+		}
+		for i := len(a) - 1; i >= 0; i-- {
+			for j := len(b) - 1; j >= 0; j-- {
+				if Equal(a[i], b[j]) {
+					lcs[i][j] = lcs[i+1][j+1] + 1
+				} else {
+					lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+				}
+			}
+		}
+		edits, xi, yi := 0, 0, 0
+		for _, e := range script {
+			switch e {
+			case editKeep:
+				if !Equal(a[xi], b[yi]) {
+					t.Fatalf("%v -> %v: script keeps unequal elements", a, b)
+				}
+				xi, yi = xi+1, yi+1
+			case editDel:
+				edits, xi = edits+1, xi+1
+			case editIns:
+				edits, yi = edits+1, yi+1
+			}
+		}
+		if xi != len(a) || yi != len(b) {
+			t.Fatalf("%v -> %v: script covers %d/%d elements", a, b, xi, yi)
+		}
+		if want := len(a) + len(b) - 2*lcs[0][0]; edits != want {
+			t.Fatalf("%v -> %v: %d edits, shortest is %d", a, b, edits, want)
+		}
+	}
+}
+
+func TestHashAgreesWithEqual(t *testing.T) {
+	pairs := [][2]string{
+		{`{"a":1,"b":[1.0,"x"]}`, `{"b":[1,"x"],"a":10e-1}`},
+		{`-0`, `0.0`},
+		{`1e400`, `10e399`},
+	}
+	for _, p := range pairs {
+		a, _ := Decode([]byte(p[0]))
+		b, _ := Decode([]byte(p[1]))
+		if !Equal(a, b) || hashValue(a) != hashValue(b) {
+			t.Errorf("%s vs %s: equal %v, hashes %x %x", p[0], p[1], Equal(a, b), hashValue(a), hashValue(b))
+		}
 	}
 }
