@@ -40,6 +40,16 @@ func (e *ResultError) Error() string {
 	return fmt.Sprintf("capability %s returned an invalid result: %s", e.Capability, e.Reason)
 }
 
+// HandlerError is a failure inside a capability's handler (bad input it detected, a remote
+// error, a limit); the call is not cached.
+type HandlerError struct {
+	Capability string
+	Err        error
+}
+
+func (e *HandlerError) Error() string { return e.Capability + ": " + e.Err.Error() }
+func (e *HandlerError) Unwrap() error { return e.Err }
+
 // Info is the public description of a capability (GET /cap/list).
 type Info struct {
 	Name        string          `json:"name"`
@@ -55,9 +65,11 @@ type Invocation struct {
 	ThreadID    string          `json:"thread_id"`
 	ArtifactRef string          `json:"artifact_ref"`
 	Preview     json.RawMessage `json:"preview"`
-	CacheHit    bool            `json:"cache_hit"`
+	CacheHit    bool            `json:"cached"`
 	CacheKey    string          `json:"cache_key,omitempty"`
 	DurationMS  int64           `json:"duration_ms"`
+	// EventID is the thread event recording the call (set by OnCall in the daemon).
+	EventID int64 `json:"event_id,omitempty"`
 }
 
 // ArtifactsFunc returns artifact storage scoped to a thread and recording the capability as provenance.
@@ -173,6 +185,11 @@ func CacheKey(capability, threadID string, canonicalArgs []byte) string {
 // Invoke validates args, serves from cache when possible, otherwise runs the handler.
 // Concurrent identical calls to a cacheable capability run the handler once.
 func (r *Registry) Invoke(ctx context.Context, threadID, name string, args json.RawMessage) (*Invocation, error) {
+	return r.InvokeOpts(ctx, threadID, name, args, false)
+}
+
+// InvokeOpts is Invoke; noCache skips the cache lookup (the fresh result still refreshes the cache).
+func (r *Registry) InvokeOpts(ctx context.Context, threadID, name string, args json.RawMessage, noCache bool) (*Invocation, error) {
 	if threadID == "" {
 		return nil, errors.New("a thread id is required: pass --thread <id> (create one with `relay thread new`)")
 	}
@@ -201,9 +218,11 @@ func (r *Registry) Invoke(ctx context.Context, threadID, name string, args json.
 	if !e.cap.Cacheable {
 		return r.run(ctx, e, threadID, canon, "")
 	}
-	for {
-		if inv, hit, err := r.fromCache(ctx, e, threadID, canon, key); err != nil || hit {
-			return inv, err
+	for first := true; ; first = false {
+		if !noCache || !first {
+			if inv, hit, err := r.fromCache(ctx, e, threadID, canon, key); err != nil || hit {
+				return inv, err
+			}
 		}
 		r.mu.Lock()
 		if f, busy := r.flights[key]; busy {
@@ -261,7 +280,7 @@ func (r *Registry) run(ctx context.Context, e *entry, threadID string, canon []b
 	}
 	res, err := e.h(ctx, &plugin.InvokeRequest{Capability: e.cap.Name, ThreadID: threadID, Args: canon, Artifacts: store})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", e.cap.Name, err)
+		return nil, &HandlerError{Capability: e.cap.Name, Err: err}
 	}
 	if res == nil || res.ArtifactRef == "" {
 		return nil, &ResultError{Capability: e.cap.Name, Reason: "no artifact_ref (handlers must store their full result as an artifact)"}
