@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/iostreams"
+)
+
+const approvalResponse = "```text // a.txt\nchanged\n```\n\n```yaml\nprojectId: demo\nuuid: 9a8b7c6d-0000-4000-8000-000000000001\n```\n"
+
+// TestApplyAsksOnTerminal answers the approval prompt of manual mode on a (fake) terminal.
+func TestApplyAsksOnTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		answer string
+		kept   bool
+	}{{"y\n", true}, {"yes\n", true}, {"n\n", false}, {"\n", false}, {"", false}} {
+		t.Run(strings.TrimSpace(tc.answer), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("original\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			resp := filepath.Join(dir, "resp.md")
+			if err := os.WriteFile(resp, []byte(approvalResponse), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Default("demo")
+			cfg.Dir = dir
+			cfg.Patch.ApprovalMode = "manual"
+			cfg.Core.EnableNotifications = false
+			ios, in, out, errOut := iostreams.Test()
+			ios.SetTTY(true, true, true)
+			in.WriteString(tc.answer)
+			err := applyRun(context.Background(), &ApplyOptions{IO: ios, Config: func() (*config.Config, error) { return cfg, nil }, File: resp})
+			if !strings.Contains(errOut.String(), "Do you want to approve and commit them? (y/N)") {
+				t.Errorf("no prompt in stderr:\n%s", errOut)
+			}
+			got, _ := os.ReadFile(filepath.Join(dir, "a.txt"))
+			if tc.kept {
+				if err != nil || string(got) != "changed\n" || !strings.Contains(out.String(), "Committed transaction") {
+					t.Errorf("approved: err=%v a.txt=%q out=%q", err, got, out)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "rejected") || string(got) != "original\n" {
+				t.Errorf("rejected: err=%v a.txt=%q", err, got)
+			}
+		})
+	}
+}
+
+func TestApplyFromStdinAndNotAPatch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default("demo")
+	cfg.Dir = dir
+	ios, in, _, _ := iostreams.Test()
+	in.WriteString("just prose, no YAML block")
+	err := applyRun(context.Background(), &ApplyOptions{IO: ios, Config: func() (*config.Config, error) { return cfg, nil }, File: "-", Yes: true})
+	if err == nil || !strings.Contains(err.Error(), "stdin is not a relay response") {
+		t.Fatalf("err = %v", err)
+	}
+	ios, in, _, _ = iostreams.Test()
+	in.WriteString(approvalResponse)
+	if err := applyRun(context.Background(), &ApplyOptions{IO: ios, Config: func() (*config.Config, error) { return cfg, nil }, File: "-", Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "changed\n" {
+		t.Errorf("a.txt = %q", b)
+	}
+}
