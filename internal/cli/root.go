@@ -97,6 +97,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdBackends(f, nil))
 	addMemoryCommands(root, f)
 	root.AddCommand(newCmdOpen(f, nil))
+	root.AddCommand(newCmdCap(f), newCmdStats(f, nil), newCmdReport(f, nil), newCmdExport(f, nil), newCmdImport(f, nil))
 	root.AddCommand(newCmdApply(f, nil))
 	root.AddCommand(newCmdWatch(f, nil))
 	root.AddCommand(newCmdLog(f, nil))

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/iostreams"
+)
+
+// ExportOptions are the inputs of `relay export`.
+type ExportOptions struct {
+	IO     *iostreams.IOStreams
+	Client func() (*client.Client, error)
+	Thread string
+	Out    string
+	Force  bool
+}
+
+func newCmdExport(f *Factory, runF func(*ExportOptions) error) *cobra.Command {
+	opts := &ExportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
+	cmd := &cobra.Command{
+		Use:   "export <thread> --out bundle.zip",
+		Short: "Export a thread (state history, artifacts, events) as a zip bundle",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Thread = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return exportRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Out, "out", "o", "", "zip file to write (default relay-<thread>.zip)")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite an existing file")
+	return cmd
+}
+
+func exportRun(ctx context.Context, opts *ExportOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	tid, err := resolveThread(ctx, c, opts.Thread)
+	if err != nil {
+		return err
+	}
+	out := opts.Out
+	if out == "" {
+		out = "relay-" + tid + ".zip"
+	}
+	if _, err := os.Stat(out); err == nil && !opts.Force {
+		return WithHint(fmt.Errorf("%s already exists", out), "relay export "+tid+" --out "+out+" --force")
+	}
+	resp, err := c.Do(ctx, client.Request{Method: "GET", Path: threadPath(tid) + "/export"})
+	if err != nil {
+		return apiErr(err, tid)
+	}
+	defer resp.Body.Close()
+	// Write beside the target and rename, so a failed export never leaves a half zip.
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".relay-export-*.zip")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", out, err)
+	}
+	defer os.Remove(tmp.Name())
+	n, err := io.Copy(tmp, resp.Body)
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("got %d of %d bytes", n, resp.ContentLength)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return WithHint(fmt.Errorf("export interrupted: %w; nothing was written to %s", err, out), "relay export "+tid+" --out "+out)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return fmt.Errorf("write %s: %w", out, err)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "exported thread %s (%d bytes)\n", tid, n)
+	_, err = fmt.Fprintln(opts.IO.Out, out)
+	return err
+}
+
+// ImportOptions are the inputs of `relay import`.
+type ImportOptions struct {
+	IO     *iostreams.IOStreams
+	Client func() (*client.Client, error)
+	File   string
+	AsNew  bool
+	JSON   bool
+}
+
+func newCmdImport(f *Factory, runF func(*ImportOptions) error) *cobra.Command {
+	opts := &ImportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
+	cmd := &cobra.Command{
+		Use:   "import <bundle.zip> [--as-new]",
+		Short: "Import a thread bundle made by relay export",
+		Long: `Import a bundle made by relay export. The thread keeps its id, refs, hashes, versions
+and events. A thread that already exists is refused unless --as-new, which imports a copy under
+a new thread id with new artifact refs. Unsafe bundles (paths with .., absolute paths, links,
+oversized entries, hashes that do not match) are refused and nothing is written.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return importRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.AsNew, "as-new", false, "import as a new thread with new ids")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the import result as JSON")
+	return cmd
+}
+
+func importRun(ctx context.Context, opts *ImportOptions) error {
+	fh, err := os.Open(opts.File)
+	if err != nil {
+		return fmt.Errorf("open bundle: %w", err)
+	}
+	defer fh.Close()
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	path := "/import"
+	if opts.AsNew {
+		path += "?as_new=1"
+	}
+	var res struct {
+		ThreadID     string            `json:"thread_id"`
+		FromThreadID string            `json:"from_thread_id"`
+		AsNew        bool              `json:"as_new"`
+		Versions     int               `json:"versions"`
+		Artifacts    int               `json:"artifacts"`
+		Events       int               `json:"events"`
+		RefMap       map[string]string `json:"ref_map,omitempty"`
+	}
+	resp, err := c.Do(ctx, client.Request{Method: "POST", Path: path, Body: fh, Type: "application/zip"})
+	if err != nil {
+		var ae *client.APIError
+		if errors.As(err, &ae) && ae.Code == "thread_exists" {
+			return WithHint(err, "relay import "+opts.File+" --as-new")
+		}
+		return apiErr(err, "")
+	}
+	defer resp.Body.Close()
+	if err := decodeBody(resp.Body, &res); err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(opts.IO.Out, res)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "imported %d versions, %d artifacts, %d events\n", res.Versions, res.Artifacts, res.Events)
+	return printKV(&Factory{IO: opts.IO}, "thread_id", res.ThreadID)
+}

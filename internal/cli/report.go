@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/iostreams"
+)
+
+// ReportOptions are the inputs of `relay report`.
+type ReportOptions struct {
+	IO      *iostreams.IOStreams
+	Client  func() (*client.Client, error)
+	Thread  string
+	Format  string
+	NoStore bool
+}
+
+func newCmdReport(f *Factory, runF func(*ReportOptions) error) *cobra.Command {
+	opts := &ReportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
+	cmd := &cobra.Command{
+		Use:   "report <thread> [--format md|json]",
+		Short: "What happened in a thread: state, artifacts, timeline, capability calls, token savings",
+		Long: `Print a report of a thread: state summary and header, artifacts, the events timeline,
+capability calls with cache hits, and token savings. The report is also stored in the thread
+as an artifact (its ref goes to stderr) unless --no-store is given.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Thread = args[0]
+			if opts.Format != "md" && opts.Format != "json" {
+				return Usagef("--format must be md or json, got %q", opts.Format)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return reportRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Format, "format", "md", "md or json")
+	cmd.Flags().BoolVar(&opts.NoStore, "no-store", false, "do not store the report as an artifact")
+	return cmd
+}
+
+func reportRun(ctx context.Context, opts *ReportOptions) error {
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	tid, err := resolveThread(ctx, c, opts.Thread)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(map[string]any{"format": opts.Format, "store": !opts.NoStore})
+	resp, err := c.Do(ctx, client.Request{Method: "POST", Path: "/reports/" + tid, Body: bytes.NewReader(b), Type: "application/json"})
+	if err != nil {
+		return apiErr(err, tid)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("read report: %w", err)
+	}
+	if opts.Format == "json" {
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, body, "", "  ") == nil {
+			body = append(pretty.Bytes(), '\n')
+		}
+	}
+	if _, err := opts.IO.Out.Write(body); err != nil {
+		return err
+	}
+	if ref := resp.Header.Get("X-Relay-Artifact-Ref"); ref != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "report stored as artifact %s (relay artifact get %s --thread %s)\n", ref, ref, tid)
+	}
+	return nil
+}
+
+func decodeBody(r io.Reader, out any) error {
+	if err := json.NewDecoder(r).Decode(out); err != nil {
+		return fmt.Errorf("decode daemon answer: %w", err)
+	}
+	return nil
+}
