@@ -294,10 +294,13 @@ func collect(d []byte, m Metrics) (*header, error) {
 	return h, nil
 }
 
-// numberOr returns raw when it is a plain JSON integer, else def.
+// numberOr returns raw when it is a canonical non-negative JSON integer, else def.
 func numberOr(raw, def []byte) []byte {
-	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return raw
+	if len(raw) == 0 || (raw[0] == '0' && len(raw) > 1) || raw[0] < '0' || raw[0] > '9' {
+		return def
 	}
-	return def
+	if _, err := strconv.ParseUint(string(raw), 10, 63); err != nil {
+		return def
+	}
+	return raw
 }

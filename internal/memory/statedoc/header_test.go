@@ -236,7 +236,7 @@ func TestHeaderErrors(t *testing.T) {
 }
 
 // reference computes the header lists with encoding/json, independently of the scanner.
-func reference(t *testing.T, doc []byte) map[string][]string {
+func reference(doc []byte) map[string][]string {
 	var st map[string][]json.RawMessage
 	var all map[string]json.RawMessage
 	_ = json.Unmarshal(doc, &all)
@@ -317,7 +317,7 @@ func TestHeaderMatchesReference(t *testing.T) {
 		var gotLists map[string]json.RawMessage
 		_ = json.Unmarshal(raw, &gotLists)
 		got := map[string][]string{}
-		for k := range reference(t, doc) {
+		for k := range reference(doc) {
 			var l []json.RawMessage
 			_ = json.Unmarshal(gotLists[k], &l)
 			got[k] = []string{}
@@ -325,7 +325,7 @@ func TestHeaderMatchesReference(t *testing.T) {
 				got[k] = append(got[k], string(r))
 			}
 		}
-		if diff := cmp.Diff(reference(t, doc), got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(reference(doc), got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("iteration %d: header differs from reference (-want +got):\n%s\ndoc %s", iter, diff, doc)
 		}
 		compared++
