@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
+import subprocess
 import sys
 import threading
 import time
@@ -331,6 +333,22 @@ class TailResumeTest(unittest.TestCase):
             t.join(10)
         finally:
             d.close()
+
+
+class ReadmeTest(unittest.TestCase):
+    def test_readme_opens_with_a_runnable_example(self):
+        sdk = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        with open(os.path.join(sdk, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        m = re.search(r"```python\n(.*?)```", readme, re.S)
+        self.assertIsNotNone(m, "README has no python example")
+        self.assertLess(m.start(), readme.index("\n## "), "the example is not at the top")
+        env = D.env()
+        env["PYTHONPATH"] = sdk
+        r = subprocess.run([sys.executable, "-c", m.group(1)], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^2 \[\{'id': 'f1', 'key': 'phase', 'value': 'done'")
+        self.assertRegex(r.stdout, r"\n\d+ state\.patched\n$")
 
 
 if __name__ == "__main__":
