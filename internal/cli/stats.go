@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -79,13 +78,16 @@ func statsRun(ctx context.Context, opts *StatsOptions) error {
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, s)
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  \t%s\tbytes/4\t\n", s.Encoding)
-	fmt.Fprintf(tw, "  artifacts\t%d\t\t\n", s.Artifacts)
-	fmt.Fprintf(tw, "  naive tokens (if pasted)\t%d\t%d\t\n", s.NaiveTokens, s.Estimate.NaiveTokens)
-	fmt.Fprintf(tw, "  actual tokens (via refs)\t%d\t%d\t\n", s.ActualTokens, s.Estimate.ActualTokens)
-	fmt.Fprintf(tw, "  tokens avoided\t%d\t%d\t\n", s.TokensAvoided, s.Estimate.AvoidedTokens)
-	fmt.Fprintf(tw, "  cache hits\t%d\t\t\n", s.CacheHits)
-	fmt.Fprintf(tw, "  session cache hits\t%d\t\t\n", s.SessionCacheHits)
-	return tw.Flush()
+	w := opts.IO.Out
+	row := func(label string, a any, b any) {
+		fmt.Fprintf(w, "  %-26s %10v %10v\n", label, a, b)
+	}
+	row("", s.Encoding, "bytes/4")
+	row("artifacts", s.Artifacts, "")
+	row("naive tokens (if pasted)", s.NaiveTokens, s.Estimate.NaiveTokens)
+	row("actual tokens (via refs)", s.ActualTokens, s.Estimate.ActualTokens)
+	row("tokens avoided", s.TokensAvoided, s.Estimate.AvoidedTokens)
+	row("cache hits", s.CacheHits, "")
+	row("session cache hits", s.SessionCacheHits, "")
+	return nil
 }
