@@ -124,11 +124,20 @@ func Apply(doc []byte, patch []byte) ([]byte, error) {
 // ApplyTo applies the patch to a decoded document and returns the new root. The document is
 // modified in place (callers that need the original must DeepCopy it first); on error the
 // returned root is nil and the document may be partly modified.
-func (p Patch) ApplyTo(doc any) (any, error) {
+func (p Patch) ApplyTo(doc any) (any, error) { return p.apply(doc, false) }
+
+// ApplyPersistent applies the patch without modifying doc: every object and array on the
+// path of a change is copied (shallowly), everything else is shared with doc. The cost is
+// proportional to the width of the containers on those paths, not to the document's size,
+// so a caller that keeps decoded versions can patch a big state cheaply and atomically.
+// Values shared this way must never be modified in place afterwards.
+func (p Patch) ApplyPersistent(doc any) (any, error) { return p.apply(doc, true) }
+
+func (p Patch) apply(doc any, persistent bool) (any, error) {
 	root := doc
 	for i, op := range p {
 		var err error
-		if root, err = applyOp(root, op); err != nil {
+		if root, err = applyOp(root, op, persistent); err != nil {
 			e := &Error{Op: i, Name: op.Op, Path: op.Path.String(), Reason: err.Error(), Kind: KindPath}
 			if _, ok := err.(testFailure); ok {
 				e.Kind = KindTestFailed
@@ -143,19 +152,19 @@ type testFailure struct{ msg string }
 
 func (t testFailure) Error() string { return t.msg }
 
-func applyOp(root any, op Operation) (any, error) {
+func applyOp(root any, op Operation, cl bool) (any, error) {
 	switch op.Op {
 	case "add":
 		// Values are copied so a Patch stays reusable after later ops modify what it inserted.
-		return add(root, op.Path, DeepCopy(op.Value))
+		return add(root, op.Path, DeepCopy(op.Value), cl)
 	case "remove":
-		root, _, err := remove(root, op.Path)
+		root, _, err := remove(root, op.Path, cl)
 		return root, err
 	case "replace":
 		if len(op.Path) == 0 {
 			return DeepCopy(op.Value), nil
 		}
-		return update(root, op.Path, 0, func(parent any) (any, error) {
+		return update(root, op.Path, 0, cl, func(parent any) (any, error) {
 			last := op.Path[len(op.Path)-1]
 			switch c := parent.(type) {
 			case *Object:
@@ -179,17 +188,17 @@ func applyOp(root any, op Operation) (any, error) {
 			_, err := op.From.Get(root)
 			return root, fromErr(err)
 		}
-		root, v, err := remove(root, op.From)
+		root, v, err := remove(root, op.From, cl)
 		if err != nil {
 			return nil, fromErr(err)
 		}
-		return add(root, op.Path, v)
+		return add(root, op.Path, v, cl)
 	case "copy":
 		v, err := op.From.Get(root)
 		if err != nil {
 			return nil, fromErr(err)
 		}
-		return add(root, op.Path, DeepCopy(v))
+		return add(root, op.Path, DeepCopy(v), cl)
 	case "test":
 		v, err := op.Path.Get(root)
 		if err != nil {
@@ -225,7 +234,11 @@ func notContainer(p Pointer, v any) error {
 
 // update walks to the parent of the last token of full (starting at depth), calls f on the
 // parent container and stores its result back, so array slices that grow stay attached.
-func update(node any, full Pointer, depth int, f func(parent any) (any, error)) (any, error) {
+// With cl set, each container on the way (the parent included) is copied before it changes.
+func update(node any, full Pointer, depth int, cl bool, f func(parent any) (any, error)) (any, error) {
+	if cl {
+		node = shallowCopy(node)
+	}
 	if depth == len(full)-1 {
 		return f(node)
 	}
@@ -236,7 +249,7 @@ func update(node any, full Pointer, depth int, f func(parent any) (any, error)) 
 		if !ok {
 			return nil, fmt.Errorf("no member %q at %s", tok, full[:depth].where())
 		}
-		nc, err := update(child, full, depth+1, f)
+		nc, err := update(child, full, depth+1, cl, f)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +260,7 @@ func update(node any, full Pointer, depth int, f func(parent any) (any, error)) 
 		if err != nil {
 			return nil, fmt.Errorf("%v at %s", err, full[:depth].where())
 		}
-		nc, err := update(c[idx], full, depth+1, f)
+		nc, err := update(c[idx], full, depth+1, cl, f)
 		if err != nil {
 			return nil, err
 		}
@@ -258,12 +271,12 @@ func update(node any, full Pointer, depth int, f func(parent any) (any, error)) 
 	}
 }
 
-func add(root any, path Pointer, value any) (any, error) {
+func add(root any, path Pointer, value any, cl bool) (any, error) {
 	if len(path) == 0 {
 		return value, nil
 	}
 	last := path[len(path)-1]
-	return update(root, path, 0, func(parent any) (any, error) {
+	return update(root, path, 0, cl, func(parent any) (any, error) {
 		switch c := parent.(type) {
 		case *Object:
 			c.Set(last, value)
@@ -283,13 +296,13 @@ func add(root any, path Pointer, value any) (any, error) {
 }
 
 // remove deletes the value at path and returns the new root and the removed value.
-func remove(root any, path Pointer) (any, any, error) {
+func remove(root any, path Pointer, cl bool) (any, any, error) {
 	if len(path) == 0 {
 		return nil, nil, fmt.Errorf("cannot remove the whole document (use replace with path \"\")")
 	}
 	last := path[len(path)-1]
 	var removed any
-	root, err := update(root, path, 0, func(parent any) (any, error) {
+	root, err := update(root, path, 0, cl, func(parent any) (any, error) {
 		switch c := parent.(type) {
 		case *Object:
 			v, ok := c.Get(last)
@@ -339,4 +352,15 @@ func (p Patch) Encode() ([]byte, error) {
 		buf = append(buf, '}')
 	}
 	return append(buf, ']'), nil
+}
+
+// shallowCopy copies a container's top level (arrays get room for one insert).
+func shallowCopy(v any) any {
+	switch t := v.(type) {
+	case *Object:
+		return &Object{keys: append(make([]string, 0, len(t.keys)+1), t.keys...), vals: append(make([]any, 0, len(t.vals)+1), t.vals...)}
+	case []any:
+		return append(make([]any, 0, len(t)+1), t...)
+	}
+	return v
 }

@@ -293,17 +293,30 @@ func (d *decoder) number() (any, error) {
 	return json.Number(d.data[start:d.pos]), nil
 }
 
+// strPlain marks bytes that may appear unescaped inside a string.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return
+}()
+
 // str decodes a string starting at the opening quote.
 func (d *decoder) str() (string, error) {
 	d.pos++ // opening quote
 	start := d.pos
-	ascii := true
+	var high byte // OR of all bytes: its top bit says whether UTF-8 must be checked
 	// Fast path: no escapes.
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
+		if strPlain[c] {
+			high |= c
+			d.pos++
+			continue
+		}
 		if c == '"' {
 			s := d.data[start:d.pos]
-			if !ascii && !utf8.Valid(s) {
+			if high >= utf8.RuneSelf && !utf8.Valid(s) {
 				return "", d.errf("invalid UTF-8 in string")
 			}
 			d.pos++
@@ -312,13 +325,7 @@ func (d *decoder) str() (string, error) {
 		if c == '\\' {
 			break
 		}
-		if c < 0x20 {
-			return "", d.errf("control character 0x%02x in string (escape it)", c)
-		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
-		d.pos++
+		return "", d.errf("control character 0x%02x in string (escape it)", c)
 	}
 	buf := append([]byte(nil), d.data[start:d.pos]...)
 	for d.pos < len(d.data) {

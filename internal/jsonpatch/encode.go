@@ -94,18 +94,28 @@ func AppendJSON(buf []byte, v any) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// plainByte marks ASCII bytes that appear unescaped in a JSON string.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return
+}()
+
 // appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD, as in encoding/json.
 // HTML characters are not escaped: this JSON is data, not a web page.
 func appendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && plainByte[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			buf = append(buf, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -81,6 +81,24 @@ func FuzzApply(f *testing.F) {
 		if !bytes.Equal(doc, docCopy) || !bytes.Equal(patch, patchCopy) {
 			t.Fatal("Apply modified its input")
 		}
+		// ApplyPersistent must agree with Apply and leave the decoded input untouched.
+		if v, derr := Decode(doc); derr == nil {
+			if ops, perr := DecodePatch(patch); perr == nil {
+				before, _ := Encode(v)
+				r, aerr := ops.ApplyPersistent(v)
+				if after, _ := Encode(v); !bytes.Equal(before, after) {
+					t.Fatalf("ApplyPersistent modified its input: %s -> %s", before, after)
+				}
+				if (aerr == nil) != (err == nil) {
+					t.Fatalf("ApplyPersistent error %v, Apply error %v", aerr, err)
+				}
+				if aerr == nil {
+					if got, _ := Encode(r); !bytes.Equal(got, out) {
+						t.Fatalf("ApplyPersistent = %s, Apply = %s", got, out)
+					}
+				}
+			}
+		}
 		if err != nil {
 			if _, ok := err.(*Error); !ok {
 				t.Fatalf("error is %T, not *Error: %v", err, err)

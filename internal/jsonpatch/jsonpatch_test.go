@@ -437,3 +437,36 @@ func TestHashAgreesWithEqual(t *testing.T) {
 		}
 	}
 }
+
+func TestApplyPersistentSharesUnchangedParts(t *testing.T) {
+	v, _ := Decode([]byte(`{"a":{"x":[1,2]},"b":{"y":[3]},"c":[{"z":1},{"z":2}]}`))
+	p, err := DecodePatch([]byte(`[{"op":"add","path":"/a/x/-","value":9},{"op":"remove","path":"/c/0/z"},{"op":"move","from":"/b/y","path":"/a/y"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := Encode(v)
+	r, err := p.ApplyPersistent(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := Encode(v); string(after) != string(before) {
+		t.Errorf("input changed: %s", after)
+	}
+	got, _ := Encode(r)
+	if want := `{"a":{"x":[1,2,9],"y":[3]},"b":{},"c":[{},{"z":2}]}`; string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	oc, _ := v.(*Object).Get("c")
+	nc, _ := r.(*Object).Get("c")
+	if oc.([]any)[1].(*Object) != nc.([]any)[1].(*Object) {
+		t.Error("an untouched element was copied instead of shared")
+	}
+	// A failing patch leaves the input intact too.
+	bad, _ := DecodePatch([]byte(`[{"op":"remove","path":"/a"},{"op":"test","path":"/b","value":0}]`))
+	if _, err := bad.ApplyPersistent(v); err == nil {
+		t.Fatal("want an error")
+	}
+	if after, _ := Encode(v); string(after) != string(before) {
+		t.Errorf("input changed by a failed patch: %s", after)
+	}
+}
