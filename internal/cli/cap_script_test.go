@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"net"
 	"net/http"
 	"strings"
@@ -40,17 +42,25 @@ func init() {
 		ts.Defer(func() { srv.Close() })
 		ts.Setenv(args[0], "http://"+ln.Addr().String())
 	}
-	// A script that started a daemon in its own RELAY_HOME must not leave it running.
+	// A script that started daemons (in $RELAY_HOME or other homes under $WORK) must not
+	// leave them running when it fails half-way.
 	scriptSetups = append(scriptSetups, func(env *testscript.Env) error {
-		home := env.Getenv("RELAY_HOME")
+		work := env.WorkDir
 		env.Defer(func() {
-			info, err := daemon.ReadInfo(home)
-			if err != nil || info.PID <= 0 {
-				return
-			}
-			if pid, _ := daemon.LockHolder(home); pid == info.PID {
-				_ = syscall.Kill(info.PID, syscall.SIGTERM)
-			}
+			_ = filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || d.Name() != daemon.InfoFile {
+					return nil
+				}
+				home := filepath.Dir(p)
+				info, err := daemon.ReadInfo(home)
+				if err != nil || info.PID <= 0 {
+					return nil
+				}
+				if pid, _ := daemon.LockHolder(home); pid == info.PID {
+					_ = syscall.Kill(info.PID, syscall.SIGTERM)
+				}
+				return nil
+			})
 		})
 		return nil
 	})
