@@ -3,9 +3,9 @@ package cli
 import (
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
