@@ -55,6 +55,34 @@ describe("diffLines", () => {
   });
 });
 
+describe("diffLines budget", () => {
+  it("falls back to a correct replace-the-middle script beyond maxEdits", () => {
+    const a = Array.from({ length: 50 }, (_, i) => `a${i}`);
+    const b = Array.from({ length: 50 }, (_, i) => `b${i}`);
+    const text = (xs) => ["{", ...xs, "}"].join("\n") + "\n";
+    const edits = diffLines(text(a), text(b), { maxEdits: 10 });
+    assert.equal(edits.approximate, true);
+    assert.deepEqual(applyEdits(edits), [["{", ...a, "}"], ["{", ...b, "}"]]);
+    assert.deepEqual(counts(edits), { added: 50, removed: 50 });
+    const exact = diffLines(text(a), text(b));
+    assert.equal(exact.approximate, undefined);
+  });
+
+  it("diffs a large state quickly in bounded memory", () => {
+    const facts = (n, extra) => JSON.stringify({ version: n, facts: Array.from({ length: n }, (_, i) => ({ id: `f${i}`, key: "k", value: i % 7 === 0 && extra ? "changed" : i })) }, null, 2);
+    const before = facts(5000, false);
+    const after = facts(5000, true);
+    const edits = diffLines(before, after);
+    const [a, b] = applyEdits(edits);
+    assert.equal(a.join("\n"), before);
+    assert.equal(b.join("\n"), after);
+    // v1 against a big state: everything after the prefix is new.
+    const small = JSON.stringify({ version: 1, facts: [] }, null, 2);
+    const big = diffLines(small, after);
+    assert.equal(applyEdits(big)[1].join("\n"), after);
+  });
+});
+
 describe("hunks", () => {
   it("groups changes with context and merges close ones", () => {
     const a = Array.from({ length: 30 }, (_, i) => `l${i}`);

@@ -324,7 +324,7 @@ def _sse_frames(resp) -> Iterator[Dict[str, Any]]:
         line = resp.readline()
         if not line:
             return  # server closed the stream
-        text = line.decode("utf-8").rstrip("\r\n")
+        text = line.decode("utf-8", "replace").rstrip("\r\n")
         if text == "":
             if data:
                 frame["data"] = "\n".join(data)

@@ -52,3 +52,35 @@ describe("sseFrames edge cases", () => {
     assert.deepEqual(out, [{ data: "é✓" }]);
   });
 });
+
+describe("sseFrames under random chunking (fuzz)", () => {
+  it("yields the same frames however the bytes are split", async () => {
+    const text =
+      "retry: 2000\n\n: ping\n\n" +
+      Array.from({ length: 30 }, (_, i) => `id: ${i + 1}\r\nevent: state.patched\ndata: {"id":${i + 1},"note":"é✓ ${"x".repeat(i)}"}\n\n`).join("") +
+      ": ping\r\n\r\n";
+    const bytes = new TextEncoder().encode(text);
+    const whole = [];
+    for await (const f of sseFrames(new ReadableStream({ start: (c) => (c.enqueue(bytes), c.close()) }))) whole.push(f);
+    assert.equal(whole.length, 31);
+    let seed = 7;
+    const rnd = () => ((seed = (Math.imul(seed, 48271) + 11) >>> 0) % 1000) / 1000;
+    for (let round = 0; round < 200; round++) {
+      const cuts = [];
+      for (let i = 1; i < bytes.length; i++) if (rnd() < 0.05) cuts.push(i);
+      const body = new ReadableStream({
+        start(ctrl) {
+          let prev = 0;
+          for (const cut of [...cuts, bytes.length]) {
+            ctrl.enqueue(bytes.slice(prev, cut));
+            prev = cut;
+          }
+          ctrl.close();
+        },
+      });
+      const got = [];
+      for await (const f of sseFrames(body)) got.push(f);
+      assert.deepEqual(got, whole, `round ${round}, cuts ${cuts.join(",")}`);
+    }
+  });
+});

@@ -337,6 +337,8 @@ async function refreshThread(ctx) {
   }
 }
 
+const MAX_EVENTS = 2000; // newest events kept for the timeline; older ones stay in the API
+
 function startFollowing(ctx) {
   let refreshTimer = null;
   stopFollow = follow(
@@ -346,6 +348,7 @@ function startFollowing(ctx) {
       if (ctx.eventIds.has(ev.id)) return;
       ctx.eventIds.add(ev.id);
       ctx.events.push(ev);
+      if (ctx.events.length > 2 * MAX_EVENTS) ctx.events.splice(0, ctx.events.length - MAX_EVENTS); // amortized trim
       for (const fn of ctx.listeners) fn(ev);
       // Coalesce bursts of events into one refresh of the figures and of views that show them.
       if (ctx.caughtUp) {
@@ -543,11 +546,20 @@ function summarizePatch(patch) {
   return shown;
 }
 
+const MAX_DIFF_ROWS = 4000; // more rows than anyone reads, and the DOM stays fast
+
 function diffView(edits) {
   const hs = hunks(edits, 3);
   if (!hs.length) return h("p", { class: "muted", "data-testid": "diff-empty" }, "No differences.");
   const table = h("table", { class: "diff" });
+  let rows = 0;
+  let hidden = 0;
   for (const hk of hs) {
+    if (rows >= MAX_DIFF_ROWS) {
+      hidden += hk.lines.length;
+      continue;
+    }
+    rows += hk.lines.length + 1;
     table.appendChild(h("tr", { class: "hunk" }, h("td", { colspan: 3 }, `@@ -${hk.aStart},${hk.aLen} +${hk.bStart},${hk.bLen} @@`)));
     for (const l of hk.lines) {
       table.appendChild(
@@ -561,7 +573,13 @@ function diffView(edits) {
       );
     }
   }
-  return h("div", { class: "diff-wrap" }, table);
+  return h(
+    "div",
+    {},
+    edits.approximate ? h("p", { class: "notice" }, "These versions differ too much to align line by line; the changed region is shown as removed, then added.") : null,
+    h("div", { class: "diff-wrap" }, table),
+    hidden ? h("p", { class: "muted small" }, `${fmtNum(hidden)} more diff lines not shown; compare closer versions, or fetch both with relay state get --version N.`) : null,
+  );
 }
 
 // -- artifacts -----------------------------------------------------------------------------
@@ -757,7 +775,7 @@ async function eventsTab(ctx, r, seq) {
   };
   const ul = h("ul", { class: "timeline", "data-testid": "timeline" });
   const visible = (ev) => !types.value || ev.type === types.value;
-  for (const ev of ctx.events.slice().reverse()) {
+  for (const ev of ctx.events.slice(-MAX_EVENTS).reverse()) {
     addType(ev.type);
     const row = eventRow(ev, ctx.id, false);
     row.hidden = !visible(ev);
@@ -767,14 +785,17 @@ async function eventsTab(ctx, r, seq) {
     for (const li of ul.children) li.hidden = !!types.value && li.dataset.type !== types.value;
   });
   const empty = h("p", { class: "muted", hidden: ctx.events.length > 0 }, "No events yet. They appear here live.");
+  const older = (ctx.thread.event_count || 0) - MAX_EVENTS;
+  const olderNote = ctx.events.length >= MAX_EVENTS && older > 0 ? h("p", { class: "muted small" }, `Showing the newest ${fmtNum(MAX_EVENTS)} events; ${fmtNum(older)} older ones are in relay tail and GET /threads/{id}/events.`) : null;
   ctx.listeners.add((ev) => {
     addType(ev.type);
     const row = eventRow(ev, ctx.id, true);
     row.hidden = !visible(ev);
     ul.insertBefore(row, ul.firstChild);
+    while (ul.children.length > MAX_EVENTS) ul.lastChild.remove();
     empty.hidden = true;
   });
-  return h("div", { class: "card" }, h("div", { class: "card-head" }, h("h3", {}, "Events"), h("span", { class: "muted small" }, "newest first · updates live"), h("div", { class: "spacer" }), types), empty, ul);
+  return h("div", { class: "card" }, h("div", { class: "card-head" }, h("h3", {}, "Events"), h("span", { class: "muted small" }, "newest first · updates live"), h("div", { class: "spacer" }), types), empty, ul, olderNote);
 }
 
 // -- capabilities ------------------------------------------------------------------------

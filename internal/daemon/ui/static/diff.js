@@ -5,7 +5,7 @@
  * diffLines returns the edit script turning a into b as [{op: " "|"-"|"+", text, a, b}],
  * where a and b are 1-based line numbers in the old and new text (0 when absent).
  */
-export function diffLines(aText, bText) {
+export function diffLines(aText, bText, { maxEdits = 2000 } = {}) {
   const a = splitLines(aText);
   const b = splitLines(bText);
   // Common prefix and suffix are cheap to strip and make typical diffs (appends) tiny.
@@ -18,7 +18,14 @@ export function diffLines(aText, bText) {
 
   const out = [];
   for (let i = 0; i < pre; i++) out.push({ op: " ", text: a[i], a: i + 1, b: i + 1 });
-  for (const e of myers(midA, midB)) {
+  let mid = myers(midA, midB, maxEdits);
+  if (!mid) {
+    // Too different to align within the budget: show the middle as replaced (still a correct
+    // edit script, just not a minimal one) instead of spending quadratic memory.
+    mid = [...midA.map((text, ai) => ({ op: "-", text, ai, bi: -1 })), ...midB.map((text, bi) => ({ op: "+", text, ai: -1, bi }))];
+    out.approximate = true;
+  }
+  for (const e of mid) {
     out.push({
       op: e.op,
       text: e.text,
@@ -41,19 +48,21 @@ function splitLines(s) {
   return lines;
 }
 
-// myers returns the shortest edit script between line arrays a and b.
-function myers(a, b) {
+// myers returns the shortest edit script between line arrays a and b, or null when it needs
+// more than maxD edits (its trace costs O(D²) memory).
+function myers(a, b, maxD = Infinity) {
   const n = a.length;
   const m = b.length;
   if (n === 0) return b.map((text, bi) => ({ op: "+", text, ai: -1, bi }));
   if (m === 0) return a.map((text, ai) => ({ op: "-", text, ai, bi: -1 }));
   const max = n + m;
   const off = max;
-  let v = new Int32Array(2 * max + 2);
-  const trace = [];
+  const v = new Int32Array(2 * max + 2);
+  const trace = []; // trace[d] holds v[k] for k in [-d, d], the only diagonals step d reads
   let found = false;
   for (let d = 0; d <= max && !found; d++) {
-    trace.push(v.slice());
+    if (d > maxD) return null;
+    trace.push(v.slice(off - d, off + d + 1));
     for (let k = -d; k <= d; k += 2) {
       let x;
       if (k === -d || (k !== d && v[off + k - 1] < v[off + k + 1])) x = v[off + k + 1];
@@ -70,18 +79,18 @@ function myers(a, b) {
       }
     }
   }
-  trace.push(v.slice());
   // Walk the trace backwards to recover the path.
   const edits = [];
   let x = n;
   let y = m;
-  for (let d = trace.length - 2; d >= 0 && (x > 0 || y > 0); d--) {
-    const vd = trace[d];
+  for (let d = trace.length - 1; d >= 0 && (x > 0 || y > 0); d--) {
+    const t = trace[d];
+    const at = (k) => t[k + d]; // trace[d] is offset by d
     const k = x - y;
     let prevK;
-    if (k === -d || (k !== d && vd[off + k - 1] < vd[off + k + 1])) prevK = k + 1;
+    if (k === -d || (k !== d && at(k - 1) < at(k + 1))) prevK = k + 1;
     else prevK = k - 1;
-    const prevX = d === 0 ? 0 : vd[off + prevK];
+    const prevX = d === 0 ? 0 : at(prevK);
     const prevY = prevX - prevK;
     while (x > prevX && y > prevY) {
       x--;
