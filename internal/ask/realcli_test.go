@@ -189,10 +189,19 @@ func TestRealCLIs(t *testing.T) {
 				defer cancel()
 				cmd := exec.CommandContext(ctx, relay, args...)
 				cmd.Env, cmd.Dir = env, repo
+				// relay's own stdin is an open pipe nobody writes to: a friend that
+				// inherited it would hang (codex does); relay must feed it the prompt instead
+				pr, pw, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pr.Close()
+				defer pw.Close()
+				cmd.Stdin = pr
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				start := time.Now()
-				err := cmd.Run()
+				err = cmd.Run()
 				t.Logf("relay %s: %s, %d requests so far", strings.Join(args[:3], " "), time.Since(start).Round(time.Millisecond), len(srv.requests()))
 				if err != nil {
 					for _, r := range srv.requests() {
