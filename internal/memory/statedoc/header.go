@@ -49,6 +49,11 @@ func HeaderInfo(doc []byte, m Metrics) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	return h.finish()
+}
+
+// finish renders the header, dropping items until it fits MaxHeaderBytes.
+func (h *header) finish() ([]byte, bool, error) {
 	out := h.render(nil)
 	for len(out) > MaxHeaderBytes {
 		if !h.dropOne() {
@@ -86,6 +91,21 @@ type header struct {
 	totals                    [nLists]int
 	cacheHits, tokensAvoided  []byte
 	truncated                 map[int]int
+}
+
+func newHeader() *header {
+	return &header{schema: []byte(strconv.Quote(Schema)), threadID: []byte(`""`), version: []byte("0"),
+		cacheHits: []byte("0"), tokensAvoided: []byte("0")}
+}
+
+// override puts the caller's non-zero counters over the document's.
+func (h *header) override(m Metrics) {
+	if m.CacheHits != 0 {
+		h.cacheHits = strconv.AppendInt(nil, m.CacheHits, 10)
+	}
+	if m.TokensAvoided != 0 {
+		h.tokensAvoided = strconv.AppendInt(nil, m.TokensAvoided, 10)
+	}
 }
 
 func (h *header) dropOne() bool {
@@ -172,8 +192,7 @@ func compact(d []byte, s span) ([]byte, error) {
 }
 
 func collect(d []byte, m Metrics) (*header, error) {
-	h := &header{schema: []byte(strconv.Quote(Schema)), threadID: []byte(`""`), version: []byte("0"),
-		cacheHits: []byte("0"), tokensAvoided: []byte("0")}
+	h := newHeader()
 	// One pass over the document: scalars are remembered, lists are walked in place.
 	type listSel struct {
 		n, idx int
@@ -285,12 +304,7 @@ func collect(d []byte, m Metrics) (*header, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.CacheHits != 0 {
-		h.cacheHits = strconv.AppendInt(nil, m.CacheHits, 10)
-	}
-	if m.TokensAvoided != 0 {
-		h.tokensAvoided = strconv.AppendInt(nil, m.TokensAvoided, 10)
-	}
+	h.override(m)
 	return h, nil
 }
 

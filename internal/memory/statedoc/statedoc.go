@@ -6,7 +6,6 @@ package statedoc
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,41 +101,25 @@ func ApplyPatch(doc, patch []byte, version int, updatedAt time.Time) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	for i, op := range ops {
-		changed := []jsonpatch.Pointer{op.Path}
-		switch op.Op {
-		case "test":
-			continue
-		case "move":
-			changed = append(changed, op.From)
-		}
-		for _, p := range changed {
-			if len(p) > 0 && owned[p[0]] {
-				return nil, &jsonpatch.Error{Op: i, Name: op.Op, Path: p.String(), Kind: jsonpatch.KindPath,
-					Reason: fmt.Sprintf("%q is maintained by relay and cannot be patched (patch the lists instead)", p[0])}
-			}
-		}
+	if err := checkOwned(ops); err != nil {
+		return nil, err
 	}
 	v, err := jsonpatch.Decode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("stored state is unreadable: %w", err)
 	}
-	before, _ := v.(*jsonpatch.Object)
-	var threadID any
-	if before != nil {
-		threadID, _ = before.Get("thread_id")
+	var oldThread any
+	if before, ok := v.(*jsonpatch.Object); ok {
+		oldThread, _ = before.Get("thread_id") // read now: ApplyTo works in place
 	}
 	if v, err = ops.ApplyTo(v); err != nil {
 		return nil, err
 	}
-	o, ok := v.(*jsonpatch.Object)
-	if ok {
-		// A whole-document replace cannot move the state to another thread.
-		if tid, _ := o.Get("thread_id"); threadID != nil && !jsonpatch.Equal(tid, threadID) {
-			return nil, &ValidationError{Problems: []Problem{{Path: "/thread_id", Reason: "is maintained by relay and cannot be changed"}}}
+	if o, ok := v.(*jsonpatch.Object); ok {
+		if err := checkThread(oldThread, o); err != nil {
+			return nil, err
 		}
-		o.Set("version", json.Number(strconv.Itoa(version)))
-		o.Set("updated_at", stamp(updatedAt))
+		stampInto(o, version, updatedAt)
 	}
 	if err := ValidateValue(v); err != nil {
 		return nil, err

@@ -55,115 +55,169 @@ var itemSchemas = map[string]struct {
 
 var metricNames = []string{"cache_hits", "cache_misses", "tokens_estimate", "tokens_avoided", "hop_count"}
 
+// problems collects schema violations up to maxProblems.
+type problems []Problem
+
+func (p *problems) add(path, format string, args ...any) {
+	if len(*p) < maxProblems {
+		*p = append(*p, Problem{Path: path, Reason: fmt.Sprintf(format, args...)})
+	}
+}
+
+func (p problems) full() bool { return len(p) >= maxProblems }
+
+func (p problems) err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: p}
+}
+
 // ValidateValue validates a decoded state document (see jsonpatch.Decode).
 func ValidateValue(v any) error {
-	var probs []Problem
-	add := func(path, format string, args ...any) {
-		if len(probs) < maxProblems {
-			probs = append(probs, Problem{Path: path, Reason: fmt.Sprintf(format, args...)})
-		}
-	}
+	var probs problems
 	o, ok := v.(*jsonpatch.Object)
 	if !ok {
-		add("", "the document must be a JSON object, got %s", typeName(v))
-		return &ValidationError{Problems: probs}
+		probs.add("", "the document must be a JSON object, got %s", typeName(v))
+		return probs.err()
 	}
-	known := map[string]bool{"metrics": true}
-	for k := range owned {
-		known[k] = true
-	}
+	validateTop(o, &probs)
 	for _, l := range Lists {
-		known[l] = true
-	}
-	for _, k := range o.Keys() {
-		if !known[k] {
-			add("/"+escape(k), "unknown member (allowed: $schema, version, thread_id, updated_at, %s, metrics)", strings.Join(Lists, ", "))
+		if items, ok := listOf(o, l, &probs); ok {
+			validateList(l, items, &probs)
 		}
 	}
-	if s, _ := o.Get("$schema"); s != Schema {
-		add("/$schema", "must be %q, got %s", Schema, show(s))
+	return probs.err()
+}
+
+var knownMembers = func() map[string]bool {
+	m := map[string]bool{"metrics": true}
+	for k := range owned {
+		m[k] = true
+	}
+	for _, l := range Lists {
+		m[l] = true
+	}
+	return m
+}()
+
+// validateTop checks everything except the lists.
+func validateTop(o *jsonpatch.Object, probs *problems) {
+	for _, k := range o.Keys() {
+		if !knownMembers[k] {
+			probs.add("/"+escape(k), "unknown member (allowed: $schema, version, thread_id, updated_at, %s, metrics)", strings.Join(Lists, ", "))
+		}
+	}
+	if s, ok := o.Get("$schema"); !ok {
+		probs.add("/$schema", "missing")
+	} else if s != Schema {
+		probs.add("/$schema", "must be %q, got %s", Schema, show(s))
 	}
 	if ver, ok := o.Get("version"); !ok {
-		add("/version", "missing")
+		probs.add("/version", "missing")
 	} else if n, ok := ver.(json.Number); !ok || !positiveInt(string(n)) {
-		add("/version", "must be an integer ≥ 1, got %s", show(ver))
+		probs.add("/version", "must be an integer ≥ 1, got %s", show(ver))
 	}
 	if tid, ok := o.Get("thread_id"); !ok {
-		add("/thread_id", "missing")
+		probs.add("/thread_id", "missing")
 	} else if s, ok := tid.(string); !ok || s == "" || len(s) > MaxThreadIDBytes {
-		add("/thread_id", "must be a non-empty string of at most %d bytes, got %s", MaxThreadIDBytes, show(tid))
+		probs.add("/thread_id", "must be a non-empty string of at most %d bytes, got %s", MaxThreadIDBytes, show(tid))
 	}
 	if ts, ok := o.Get("updated_at"); !ok {
-		add("/updated_at", "missing")
+		probs.add("/updated_at", "missing")
 	} else if r := timestamp(ts); r != "" {
-		add("/updated_at", "%s", r)
-	}
-	for _, l := range Lists {
-		lv, ok := o.Get(l)
-		if !ok {
-			add("/"+l, "missing (it must stay an array; remove items instead of the list)")
-			continue
-		}
-		items, ok := lv.([]any)
-		if !ok {
-			add("/"+l, "must be an array, got %s", typeName(lv))
-			continue
-		}
-		sch := itemSchemas[l]
-		seen := make(map[string]int, len(items))
-		for i, it := range items {
-			at := "/" + l + "/" + strconv.Itoa(i)
-			io, ok := it.(*jsonpatch.Object)
-			if !ok {
-				add(at, "must be an object, got %s", typeName(it))
-				continue
-			}
-			for _, f := range sch.fields {
-				fv, ok := io.Get(f.name)
-				if !ok {
-					if f.required {
-						add(at, "missing %q", f.name)
-					}
-					continue
-				}
-				if r := f.check(fv); r != "" {
-					add(at+"/"+f.name, "%s", r)
-				}
-			}
-			if sch.idField != "" {
-				if id, ok := io.Get(sch.idField); ok {
-					if s, ok := id.(string); ok && s != "" {
-						if j, dup := seen[s]; dup {
-							add(at+"/"+sch.idField, "duplicate %s %q (already at /%s/%d; use replace to change it)", sch.idField, s, l, j)
-						} else {
-							seen[s] = i
-						}
-					}
-				}
-			}
-			if len(probs) >= maxProblems {
-				break
-			}
-		}
+		probs.add("/updated_at", "%s", r)
 	}
 	if mv, ok := o.Get("metrics"); !ok {
-		add("/metrics", "missing")
+		probs.add("/metrics", "missing")
 	} else if m, ok := mv.(*jsonpatch.Object); !ok {
-		add("/metrics", "must be an object, got %s", typeName(mv))
+		probs.add("/metrics", "must be an object, got %s", typeName(mv))
 	} else {
 		for _, k := range metricNames {
 			if x, ok := m.Get(k); ok {
 				if n, ok := x.(json.Number); !ok || !nonNegativeInt(string(n)) {
-					add("/metrics/"+k, "must be an integer ≥ 0, got %s", show(x))
+					probs.add("/metrics/"+k, "must be an integer ≥ 0, got %s", show(x))
 				}
 			}
 		}
 	}
-	if len(probs) > 0 {
-		return &ValidationError{Problems: probs}
-	}
-	return nil
 }
+
+// listOf returns list l of o, reporting it when it is missing or not an array.
+func listOf(o *jsonpatch.Object, l string, probs *problems) ([]any, bool) {
+	lv, ok := o.Get(l)
+	if !ok {
+		probs.add("/"+l, "missing (it must stay an array; remove items instead of the list)")
+		return nil, false
+	}
+	items, ok := lv.([]any)
+	if !ok {
+		probs.add("/"+l, "must be an array, got %s", typeName(lv))
+		return nil, false
+	}
+	return items, true
+}
+
+// validateItem checks the fields of item i of list l.
+func validateItem(l string, i int, it any, probs *problems) {
+	io, ok := it.(*jsonpatch.Object)
+	if !ok {
+		probs.add(itemPath(l, i), "must be an object, got %s", typeName(it))
+		return
+	}
+	for _, f := range itemSchemas[l].fields {
+		fv, ok := io.Get(f.name)
+		if !ok {
+			if f.required {
+				probs.add(itemPath(l, i), "missing %q", f.name)
+			}
+			continue
+		}
+		if r := f.check(fv); r != "" {
+			probs.add(itemPath(l, i)+"/"+f.name, "%s", r)
+		}
+	}
+}
+
+// itemID returns the id (or ref) of a list item, "" when it has none.
+func itemID(l string, it any) string {
+	field := itemSchemas[l].idField
+	io, ok := it.(*jsonpatch.Object)
+	if field == "" || !ok {
+		return ""
+	}
+	id, _ := io.Get(field)
+	s, _ := id.(string)
+	return s
+}
+
+func dupProblem(l string, i, j int, id string, probs *problems) {
+	f := itemSchemas[l].idField
+	probs.add(itemPath(l, i)+"/"+f, "duplicate %s %q (already at /%s/%d; use replace to change it)", f, id, l, j)
+}
+
+// validateList checks every item of a list and that ids are unique.
+func validateList(l string, items []any, probs *problems) {
+	var seen map[string]int
+	if itemSchemas[l].idField != "" {
+		seen = make(map[string]int, len(items))
+	}
+	for i, it := range items {
+		validateItem(l, i, it, probs)
+		if id := itemID(l, it); id != "" {
+			if j, dup := seen[id]; dup {
+				dupProblem(l, i, j, id, probs)
+			} else {
+				seen[id] = i
+			}
+		}
+		if probs.full() {
+			return
+		}
+	}
+}
+
+func itemPath(l string, i int) string { return "/" + l + "/" + strconv.Itoa(i) }
 
 func anyValue(any) string { return "" }
 
