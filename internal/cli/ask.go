@@ -81,7 +81,74 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.IntVar(&opts.MaxDepth, "max-depth", ask.DefaultMaxDepth, "refuse when PHONE_A_FRIEND_DEPTH is at or above this")
 	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this label (codex, claude, gemini)")
 	fl.BoolVar(&opts.JSON, "json", false, "print {backend, model, answer, duration_ms, tokens, cost_usd} as JSON")
+	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f))
 	return cmd
+}
+
+func sessionStore(home func() (string, error)) (*ask.SessionStore, error) {
+	h, err := home()
+	if err != nil {
+		return nil, WithHint(err, "set RELAY_HOME to a writable directory")
+	}
+	return &ask.SessionStore{Dir: filepath.Join(h, "ask")}, nil
+}
+
+func newCmdAskSessions(f *Factory) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List the conversations --session can continue",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := sessionStore(f.Home)
+			if err != nil {
+				return err
+			}
+			list, err := store.List()
+			if err != nil {
+				return WithHint(fmt.Errorf("cannot read sessions: %w", err), "check the permissions of $RELAY_HOME/ask")
+			}
+			if jsonOut {
+				if list == nil {
+					list = []ask.SessionEntry{}
+				}
+				return writeJSON(f.IO.Out, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(f.IO.ErrOut, "No conversations yet; start one with: relay ask --to claude --session LABEL --prompt …")
+				return nil
+			}
+			for _, e := range list {
+				fmt.Fprintf(f.IO.Out, "%s\t%s\t%d turn(s)\t%s\t%s\n", e.Label, e.Backend, e.Turns, e.UpdatedAt.Local().Format("2006-01-02 15:04"), e.Repo)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print as JSON")
+	return cmd
+}
+
+func newCmdAskForget(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget LABEL",
+		Short: "Forget a --session label (the friend CLI keeps its own history)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := sessionStore(f.Home)
+			if err != nil {
+				return err
+			}
+			ok, err := store.Delete(args[0])
+			if err != nil {
+				return WithHint(fmt.Errorf("cannot update sessions: %w", err), "check the permissions of $RELAY_HOME/ask")
+			}
+			if !ok {
+				return WithHint(fmt.Errorf("no conversation is labelled %q", args[0]), "relay ask sessions")
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Forgot %q.\n", args[0])
+			return nil
+		},
+	}
 }
 
 // askJSON is the stable --json shape; unknown values are left out.
