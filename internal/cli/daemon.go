@@ -61,7 +61,7 @@ func apiErr(err error, threadID string) error {
 			return WithHint(err, "set the token from $RELAY_HOME/config.json (or RELAY_TOKEN)")
 		case ae.Code == "version_conflict" && threadID != "":
 			return WithHint(err, "relay state get --thread "+threadID)
-		case ae.Status == 404 && strings.Contains(ae.Message, "thread"):
+		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
 			return WithHint(err, "relay runs")
 		case ae.Status == 404 && threadID != "":
 			return WithHint(err, "relay artifact ls --thread "+threadID)
@@ -328,7 +328,18 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		return err
 	}
 	c.HTTP = shortHTTP()
-	st, err := c.Status(ctx)
+	home, err := opts.F.Home()
+	if err != nil {
+		return err
+	}
+	// Without RELAY_URL, only a daemon holding this RELAY_HOME counts: another user's or
+	// test's daemon on the default port is not ours.
+	var st client.Status
+	if pid, _ := daemon.LockHolder(home); pid == 0 && opts.F.Getenv("RELAY_URL") == "" {
+		err = &client.UnreachableError{URL: c.BaseURL, Err: errors.New("no daemon holds " + home)}
+	} else {
+		st, err = c.Status(ctx)
+	}
 	if err != nil {
 		var ue *client.UnreachableError
 		if !errors.As(err, &ue) {
@@ -337,7 +348,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		if opts.JSON {
 			writeJSON(opts.F.IO.Out, map[string]any{"running": false, "url": c.BaseURL})
 		} else {
-			fmt.Fprintf(opts.F.IO.Out, "relay daemon: not running (no answer at %s)\n", c.BaseURL)
+			fmt.Fprintln(opts.F.IO.Out, "relay daemon: not running")
 			fmt.Fprintln(opts.F.IO.ErrOut, "Try: relay up")
 		}
 		return ExitCode(exitNotRunning, ErrSilent)
