@@ -117,4 +117,3 @@ func cmdKillDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Fatalf("daemon %d still holds the store", info.PID)
 }
-
