@@ -1,6 +1,25 @@
 // Package statedoc owns the canonical thread state document of seed 004
 // ($schema com.relay.state.v1): creating it, validating it, patching it and deriving its
 // bounded header.
+//
+// The document (member order as written by New):
+//
+//	$schema        "com.relay.state.v1"                      maintained by relay
+//	version        integer ≥ 1                               maintained by relay
+//	thread_id      non-empty string ≤ 128 bytes              maintained by relay
+//	updated_at     RFC 3339 timestamp                        maintained by relay
+//	facts          [{id, key, value (any JSON), at?}]
+//	constraints    [{id, description, severity? hard|soft}]
+//	open_questions [{id, question, status? open|resolved}]
+//	decisions      [{id, description, reason_codes?[], evidence_refs?[], confidence? 0..1, at?}]
+//	plan           [{id, step, status? pending|done|skipped}]
+//	artifacts      [{ref, type? markdown|json|html|text|binary|tool_output|email, name?}]
+//	last_actions   [{description, at?, result_ref?}]
+//	metrics        {cache_hits, cache_misses, tokens_estimate, tokens_avoided, hop_count} (integers ≥ 0)
+//
+// Every list must stay an array; ids (artifact refs) are unique within their list; items
+// may carry extra members; unknown top-level members are refused so a mistyped path such
+// as /fact cannot silently create a new list.
 package statedoc
 
 import (

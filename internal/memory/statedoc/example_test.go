@@ -1,0 +1,24 @@
+package statedoc_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory/statedoc"
+)
+
+func Example() {
+	at := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	doc := statedoc.NewAt("th-1", at)
+	doc, err := statedoc.ApplyPatch(doc, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f1","key":"phase","value":"done"}}]`), 2, at)
+	fmt.Println(err)
+	h, _ := statedoc.Header(doc, statedoc.Metrics{CacheHits: 3})
+	fmt.Println(string(h))
+
+	_, err = statedoc.ApplyPatch(doc, []byte(`[{"op":"replace","path":"/facts","value":{}}]`), 3, at)
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// {"$schema":"com.relay.state.v1","thread_id":"th-1","version":2,"top_facts":[{"id":"f1","key":"phase","value":"done"}],"top_constraints":[],"open_questions":[],"next_steps":[],"artifact_refs":[],"last_actions":[],"metrics":{"cache_hits":3,"tokens_avoided":0},"totals":{"top_facts":1,"top_constraints":0,"open_questions":0,"next_steps":0,"artifact_refs":0,"last_actions":0}}
+	// state document does not match com.relay.state.v1: /facts: must be an array, got object
+}
