@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,8 +245,9 @@ func patchFailed(opts *PatchOptions, out patchJSON, err error) error {
 	for _, f := range ae.Failures {
 		best = max(best, f.Similarity)
 	}
-	if best >= 0.7 && !opts.FuzzSet {
-		hint = fmt.Sprintf("check the differing lines; to accept a looser match: relay patch --fuzz %.2f %s %s", max(best-0.01, 0.5), opts.File, opts.PatchPath)
+	// A looser threshold only helps blocks that fell short of it, not vetoed ones.
+	if thr := fuzzThreshold(opts); best >= 0.7 && best < thr && !opts.FuzzSet {
+		hint = fmt.Sprintf("check the differing lines; to accept a looser match: relay patch --fuzz %.2f %s %s", math.Floor(best*100)/100, opts.File, opts.PatchPath)
 	}
 	return WithHint(fmt.Errorf("cannot apply the patch to %s, nothing was changed: %w", opts.File, err), hint)
 }
@@ -282,7 +284,7 @@ func blockNotes(bs []patch.BlockResult) []string {
 		case b.Status == "already-applied":
 			notes = append(notes, fmt.Sprintf("block %d was already applied (line %d)", b.Index, b.Line))
 		case b.Method == "fuzzy":
-			notes = append(notes, fmt.Sprintf("block %d matched fuzzily at line %d (%.0f%% similar)", b.Index, b.Line, b.Similarity*100))
+			notes = append(notes, fmt.Sprintf("block %d matched fuzzily at line %d (%d%% similar)", b.Index, b.Line, int(b.Similarity*100)))
 		case b.Method == "indentation":
 			notes = append(notes, fmt.Sprintf("block %d matched at line %d ignoring indentation; re-indented to fit", b.Index, b.Line))
 		}

@@ -158,6 +158,7 @@ func (en *engine) run(edits []edit) (Result, error) {
 		}
 		sort.SliceStable(results, func(a, b int) bool { return results[a].Index < results[b].Index })
 	}
+	results = mergeParts(results)
 	allAlready := len(results) > 0
 	for _, r := range results {
 		allAlready = allAlready && r.Status == "already-applied"
@@ -300,6 +301,12 @@ func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed
 		q.lo, q.hi = max(0, lo-buf), max(0, e.hintEnd+buf-len(e.old)+1)
 	}
 	mt, ms := ix.find(e.old, q)
+	if ms == nil && mt.lv == lvFuzzy {
+		// A near miss next to the exact new text is a repeat, not a change.
+		if f := en.already(ix, e, q); f != nil {
+			return nil, f
+		}
+	}
 	if ms == nil {
 		return en.finish(ix, e, mt)
 	}
@@ -479,7 +486,7 @@ func (en *engine) already(ix *index, e edit, q query) *BlockFailure {
 	if len(e.new) == 0 || len(squash(strings.Join(e.new, ""))) < 8 {
 		return nil
 	}
-	q.noFuzzy = true
+	q.noFuzzy, q.strict = true, true
 	q.lo, q.hi = 0, -1
 	q.firstAfter = false
 	mt, ms := ix.find(e.new, q)
@@ -508,7 +515,7 @@ func allBlank(ls []string) bool {
 func (en *engine) finish(ix *index, e edit, mt match) ([]placed, *BlockFailure) {
 	// Old lines still present inside a copy of the new lines: applied before.
 	if len(e.new) > len(e.old) && containsRun(e.new, e.old) {
-		q := query{hint: mt.start, lo: 0, hi: -1, preferFrom: -1, noFuzzy: true}
+		q := query{hint: mt.start, lo: 0, hi: -1, preferFrom: -1, noFuzzy: true, strict: true}
 		if m2, ms := ix.find(e.new, q); ms == nil && m2.start <= mt.start && mt.start+len(e.old) <= m2.start+len(e.new) {
 			return []placed{{idx: e.idx, already: true, line: m2.start + 1, method: m2.lv.method(), sim: 1}}, nil
 		}
@@ -541,10 +548,8 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 	repl := make([]string, len(e.new))
 	eols := make([]string, len(e.new))
 	ref := firstNonBlank(e.old)
-	var pst style
-	if mt.lv >= lvIndent {
-		pst = detectStyle(append(append([]string(nil), e.old...), e.new...))
-	}
+	fs := ix.style()
+	pu := 0
 	for j, nl := range e.new {
 		if i := mapping[j]; i >= 0 {
 			repl[j] = file[i]
@@ -552,11 +557,15 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 			ref = i
 			continue
 		}
+		// When the match had to ignore indentation, new lines take the file's
+		// tabs-or-spaces and the shift the match found; otherwise they are as written.
 		if mt.lv >= lvIndent && ref >= 0 {
-			repl[j] = reindent(nl, leadingWS(e.old[ref]), leadingWS(file[ref]), pst, ix.style())
-		} else {
-			repl[j] = nl
+			if pu == 0 {
+				pu = max(1, patchUnit(e.old, file))
+			}
+			nl = shiftIndent(toStyle(nl, fs, pu), leadingWS(toStyle(e.old[ref], fs, pu)), leadingWS(file[ref]))
 		}
+		repl[j] = nl
 	}
 	en.order++
 	p := placed{idx: e.idx, start: s, n: m, repl: repl, replEol: eols, lv: mt.lv, sim: mt.sim, line: s + 1, method: mt.lv.method(), order: en.order}
@@ -633,6 +642,29 @@ func lcsMap(old, nw []string) []int {
 		default:
 			j++
 		}
+	}
+	return out
+}
+
+var methodRank = map[string]int{"exact": 0, "trailing-whitespace": 1, "indentation": 2, "fuzzy": 3}
+
+// mergeParts folds the parts of a split hunk into one result per block.
+func mergeParts(rs []BlockResult) []BlockResult {
+	var out []BlockResult
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].Index == r.Index {
+			m := &out[n-1]
+			if r.Status == "applied" {
+				m.Status = "applied"
+			}
+			m.Line = min(m.Line, r.Line)
+			if methodRank[r.Method] > methodRank[m.Method] {
+				m.Method = r.Method
+			}
+			m.Similarity = min(m.Similarity, r.Similarity)
+			continue
+		}
+		out = append(out, r)
 	}
 	return out
 }

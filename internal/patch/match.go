@@ -81,6 +81,7 @@ type query struct {
 	preferFrom int  // new-unified: a single match at or after this line wins, -1 for none
 	eof        bool // the pattern should end at the end of the file
 	noFuzzy    bool
+	strict     bool // exact or trailing whitespace only: proof that text is already there
 	threshold  float64
 }
 
@@ -149,6 +150,18 @@ func (ix *index) find(pat []string, q query) (match, *miss) {
 			}
 		}
 	}
+	if len(byLevel[lvIndent]) > 0 {
+		// Proof of presence allows an indentation change only if it is one
+		// uniform shift; a match may have uneven indentation only in lines with
+		// real content (a "}" at another depth is another block's brace).
+		var keep []int
+		for _, s := range byLevel[lvIndent] {
+			if q.strict && uniformShift(pat, ix.lines[s:s+m], ix.style()) || !q.strict && unevenOnlyInContent(pat, ix.lines[s:s+m], ix.style()) {
+				keep = append(keep, s)
+			}
+		}
+		byLevel[lvIndent] = keep
+	}
 	for lv, cands := range byLevel {
 		if len(cands) == 0 {
 			continue
@@ -158,6 +171,9 @@ func (ix *index) find(pat []string, q query) (match, *miss) {
 			return match{}, &miss{ambiguous: amb, closest: -1}
 		}
 		return match{start: s, lv: level(lv), sim: 1}, nil
+	}
+	if q.strict {
+		return match{}, &miss{closest: -1}
 	}
 	return ix.fuzzy(pat, q)
 }
@@ -251,7 +267,9 @@ func (ix *index) fuzzy(pat []string, q query) (match, *miss) {
 		}
 	}
 	var cands []int
+	floor := 0.0 // windows below this similarity are not worth scoring exactly
 	if len(votes) == 0 {
+		floor = max(0, q.threshold-0.25)
 		// Every line is damaged: fall back to a bounded scan near the hint or of a small file.
 		lo, hi := q.lo, n-m
 		if q.hi >= 0 && q.hi < hi {
@@ -293,7 +311,11 @@ func (ix *index) fuzzy(pat []string, q query) (match, *miss) {
 	closest := scored{-1, -1}
 	vetoed := ""
 	for _, s := range cands {
-		sim := windowSim(coll, ix.coll[s:s+m])
+		// Candidates that cannot reach the best so far stop early.
+		sim, ok := windowSimAtLeast(coll, ix.coll[s:s+m], max(closest.sim-1e-9, floor))
+		if !ok {
+			continue
+		}
 		if sim > closest.sim || (sim == closest.sim && closest.s >= 0 && q.hint >= 0 && abs(s-q.hint) < abs(closest.s-q.hint)) {
 			closest = scored{s, sim}
 		}
@@ -302,6 +324,10 @@ func (ix *index) fuzzy(pat []string, q query) (match, *miss) {
 		}
 		if why := veto(pat, ix.lines[s:s+m]); why != "" {
 			vetoed = why
+			continue
+		}
+		if !unevenOnlyInContent(pat, ix.lines[s:s+m], ix.style()) {
+			vetoed = "a brace or short line sits at another depth"
 			continue
 		}
 		passing = append(passing, scored{s, sim})
@@ -355,6 +381,68 @@ func windowSim(a, b []string) float64 {
 		return 1
 	}
 	return 1 - float64(dist)/float64(total)
+}
+
+// windowSimAtLeast is windowSim, giving up (ok=false) once it cannot reach minSim.
+func windowSimAtLeast(a, b []string, minSim float64) (float64, bool) {
+	total := 0
+	for i := range a {
+		total += max(len(a[i]), len(b[i]))
+	}
+	if total == 0 {
+		return 1, true
+	}
+	budget := int((1 - minSim) * float64(total))
+	// A cheap lower bound (length and letter-count differences) rejects most windows.
+	lb := 0
+	for i := range a {
+		if a[i] != b[i] {
+			lb += bagDistance(a[i], b[i])
+			if lb > budget {
+				return 0, false
+			}
+		}
+	}
+	dist := 0
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		dist += levenshteinMax(a[i], b[i], budget-dist)
+		if dist > budget {
+			return 0, false
+		}
+	}
+	return 1 - float64(dist)/float64(total), true
+}
+
+// bagDistance is a lower bound of the edit distance: the larger of the
+// character counts one string has in excess of the other (bytes folded to 64 buckets).
+func bagDistance(a, b string) int {
+	var h [64]int16
+	for i := 0; i < len(a); i++ {
+		h[a[i]&63]++
+	}
+	for i := 0; i < len(b); i++ {
+		h[b[i]&63]--
+	}
+	pos, neg := 0, 0
+	for _, v := range h {
+		if v > 0 {
+			pos += int(v)
+		} else {
+			neg -= int(v)
+		}
+	}
+	return max(pos, neg)
+}
+
+// levenshteinMax is the edit distance, or any value above k once it exceeds k.
+func levenshteinMax(a, b string, k int) int {
+	if d := len(a) - len(b); d > k || -d > k {
+		return k + 1
+	}
+	return levenshtein(a, b)
 }
 
 func levenshtein(a, b string) int {
@@ -416,4 +504,60 @@ func clip(s string) string {
 		return s[:97] + "..."
 	}
 	return s
+}
+
+// uniformShift reports whether file is pat re-indented by one constant amount
+// (after converting tabs and spaces to the file's style).
+func uniformShift(pat, file []string, fs style) bool {
+	pu := max(1, patchUnit(pat, file))
+	delta, set := 0, false
+	for i := range pat {
+		if isBlank(pat[i]) {
+			continue
+		}
+		a, b := leadingWS(toStyle(pat[i], fs, pu)), leadingWS(file[i])
+		d := len(b) - len(a)
+		if !set {
+			delta, set = d, true
+		} else if d != delta {
+			return false
+		}
+	}
+	return true
+}
+
+// unevenOnlyInContent allows lines whose indentation differs from the block's
+// common shift only when they carry at least three letters or digits.
+func unevenOnlyInContent(pat, file []string, fs style) bool {
+	pu := max(1, patchUnit(pat, file))
+	shifts := map[int]int{}
+	ds := make([]int, len(pat))
+	for i := range pat {
+		if isBlank(pat[i]) {
+			continue
+		}
+		ds[i] = len(leadingWS(file[i])) - len(leadingWS(toStyle(pat[i], fs, pu)))
+		shifts[ds[i]]++
+	}
+	common, best := 0, -1
+	for d, c := range shifts {
+		if c > best || (c == best && d < common) {
+			common, best = d, c
+		}
+	}
+	for i := range pat {
+		if isBlank(pat[i]) || ds[i] == common {
+			continue
+		}
+		alnum := 0
+		for _, c := range strings.TrimSpace(pat[i]) {
+			if c == '_' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80 {
+				alnum++
+			}
+		}
+		if alnum < 3 {
+			return false
+		}
+	}
+	return true
 }

@@ -309,8 +309,8 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 				if ms != nil {
 					continue
 				}
-				p := en.build(ix, sub, mt)
-				found = &p
+				ps, _ := en.finish(ix, sub, mt)
+				found = &ps[0]
 				fp = partPos{start: mt.start, end: mt.start + len(sub.old), a: a, b: b}
 			}
 		}

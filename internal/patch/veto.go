@@ -132,9 +132,23 @@ func vetoLine(a, b []token) string {
 	return flush()
 }
 
-// typoClose allows about one slip per five characters (transpositions count once).
+// typoClose allows about one slip per five characters (transpositions count
+// once) in words of four or more letters; digits must match (x1 is not x2).
 func typoClose(a, b string) bool {
+	if min(len(a), len(b)) < 4 || digitsOf(a) != digitsOf(b) {
+		return false
+	}
 	return osa(a, b) <= max(1, min(len(a), len(b))/5)
+}
+
+func digitsOf(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		if isDigit(s[i]) {
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
 }
 
 // osa is the optimal-string-alignment distance (Levenshtein plus adjacent swaps).
