@@ -103,8 +103,14 @@ func patchRun(opts *PatchOptions) error {
 			st = fenced
 		}
 	}
-	if st == "" {
+	inferred := st == ""
+	if inferred {
 		st = patch.InferStrategy(body)
+		// Markers without a complete block are a broken patch; say so instead of
+		// writing the patch text over the file.
+		if st == patch.Replace && patch.HasSearchReplaceMarkers(body) {
+			st = patch.MultiSearchReplace
+		}
 	}
 
 	target, err := resolveTarget(opts.File)
@@ -144,7 +150,13 @@ func patchRun(opts *PatchOptions) error {
 		for _, n := range blockNotes(res.Blocks) {
 			fmt.Fprintln(opts.IO.ErrOut, "note: "+n)
 		}
+		if inferred && st == patch.Replace {
+			fmt.Fprintln(opts.IO.ErrOut, "note: no SEARCH/REPLACE blocks or diff hunks found; the patch is the whole new file")
+		}
 		return nil
+	}
+	if inferred && st == patch.Replace {
+		fmt.Fprintln(opts.IO.ErrOut, "note: no SEARCH/REPLACE blocks or diff hunks found; the patch is the whole new file")
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "Patched %s (%s, %s)\n", opts.File, st, summarizeBlocks(res.Blocks))
 	for _, n := range blockNotes(res.Blocks) {
@@ -243,6 +255,10 @@ func patchFailed(opts *PatchOptions, out patchJSON, err error) error {
 	hint := "fix the blocks listed above (copy the exact lines from the file), then run relay patch again"
 	best := 0.0
 	for _, f := range ae.Failures {
+		if f.Vetoed != "" {
+			best = 0 // a looser threshold cannot fix a changed number or name
+			break
+		}
 		best = max(best, f.Similarity)
 	}
 	// A looser threshold only helps blocks that fell short of it, not vetoed ones.

@@ -68,6 +68,17 @@ func ParseStrategy(name string) (Strategy, bool) {
 	return "", false
 }
 
+// HasSearchReplaceMarkers reports whether body has a line that is a SEARCH or
+// REPLACE marker: a broken SEARCH/REPLACE patch, not a whole file.
+func HasSearchReplaceMarkers(body string) bool {
+	for _, l := range patchLines(body) {
+		if k, _ := classify(l); k == mkSearch || k == mkReplace {
+			return true
+		}
+	}
+	return false
+}
+
 // Strategies lists the canonical strategy names.
 var Strategies = []Strategy{Replace, NewUnified, MultiSearchReplace, Unified, ApplyPatch}
 

@@ -326,10 +326,9 @@ func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed
 		f.ClosestLine = ms.closest + 1
 		f.Similarity = round3(ms.sim)
 		f.Diff = ms.diff
-		if ms.vetoed != "" && ms.sim >= q.threshold {
+		if ms.vetoed != "" {
 			f.Reason += " (the closest match differs in substance: " + ms.vetoed + ")"
-		} else if ms.sim >= q.threshold {
-			f.Reason += ""
+			f.Vetoed = ms.vetoed
 		}
 	} else if n > 0 {
 		f.Reason += "; no similar lines in the file"

@@ -25,6 +25,9 @@ type BlockFailure struct {
 	Similarity float64 `json:"similarity,omitempty"`
 	// Diff lists the lines that differ between the patch and the closest candidate.
 	Diff []string `json:"diff,omitempty"`
+	// Vetoed says why the closest candidate is a different place, not a damaged copy
+	// (a changed number or identifier); a looser threshold would not help.
+	Vetoed string `json:"vetoed,omitempty"`
 	// AlreadyApplied is set when the block's new text is already in the file.
 	AlreadyApplied bool `json:"alreadyApplied,omitempty"`
 }

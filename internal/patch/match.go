@@ -349,11 +349,15 @@ func (ix *index) fuzzy(pat []string, q query) (match, *miss) {
 		}
 		return match{start: s, lv: lvFuzzy, sim: bestSim}, nil
 	}
-	ms := &miss{closest: -1, vetoed: vetoed}
+	ms := &miss{closest: -1}
 	if closest.s >= 0 && closest.sim > 0 {
 		ms.closest = closest.s
 		ms.sim = closest.sim
 		ms.diff = diffLines(pat, ix.lines[closest.s:closest.s+m], closest.s)
+		ms.vetoed = veto(pat, ix.lines[closest.s:closest.s+m])
+	}
+	if ms.vetoed == "" && closest.sim >= q.threshold {
+		ms.vetoed = vetoed
 	}
 	return match{}, ms
 }
