@@ -309,6 +309,15 @@ describe("web UI in Chromium", () => {
     assert.equal(rebind, 403);
   });
 
+  it("picks up new threads on the list without a reload", async () => {
+    await page.goto(`${d.url}/ui/#/`);
+    await page.getByTestId("thread-row").first().waitFor();
+    const n = await page.getByTestId("thread-row").count();
+    await c.threadNew("arrived-later");
+    await page.getByTestId("thread-row").filter({ hasText: "arrived-later" }).waitFor({ timeout: 20000 });
+    assert.equal(await page.getByTestId("thread-row").count(), n + 1);
+  });
+
   it("looks right in dark mode too", async () => {
     await page.emulateMedia({ colorScheme: "dark" });
     await page.goto(`${d.url}/ui/#/t/${tid}/overview`);

@@ -101,6 +101,8 @@ function showError(e) {
       { class: "empty error", "data-testid": "error" },
       h("h2", {}, status === 404 ? "Not found" : status === 401 ? "Token needed" : "Something went wrong"),
       h("p", {}, e.message || String(e)),
+      status === 401 ? h("p", {}, h("button", { class: "btn primary", type: "button", onclick: () => route() }, "Enter token")) : null,
+      status === 0 ? h("p", {}, h("button", { class: "btn", type: "button", onclick: () => route() }, "Retry")) : null,
       h("p", {}, h("a", { href: "#/" }, "← Back to threads")),
     ),
   );
@@ -140,11 +142,35 @@ async function savingsFor(id, have = {}) {
 
 // -- threads list ----------------------------------------------------------------------
 
+let listFilter = ""; // survives re-renders of the thread list
+let listTimer = null;
+const LIST_POLL_MS = 10000;
+
+const listSignature = (threads) => threads.map((t) => `${t.thread_id}:${t.version}:${t.artifact_count}:${t.name}`).join("|");
+
+// pollList re-renders the list when threads change; it stops when another view renders.
+function pollList(seq, sig) {
+  clearTimeout(listTimer);
+  listTimer = setTimeout(async () => {
+    if (seq !== renderSeq) return;
+    if (document.visibilityState !== "visible" || document.querySelector("dialog[open]")) return pollList(seq, sig);
+    try {
+      const next = listSignature(await api.threads());
+      if (seq !== renderSeq) return;
+      if (next !== sig) return route();
+    } catch {
+      /* daemon away for a moment: try again later */
+    }
+    pollList(seq, sig);
+  }, LIST_POLL_MS);
+}
+
 async function threadsView(seq) {
   document.title = "Threads · relay";
   const threads = await api.threads();
   if (seq !== renderSeq) return;
-  const filter = h("input", { type: "search", placeholder: "Filter by name or id", class: "filter", "aria-label": "Filter threads" });
+  pollList(seq, listSignature(threads));
+  const filter = h("input", { type: "search", placeholder: "Filter by name or id", class: "filter", "aria-label": "Filter threads", value: listFilter });
   const tbody = h("tbody");
   const chartBox = h("div", { class: "chart-box", "data-testid": "threads-chart" });
   const avoided = new Map();
@@ -170,10 +196,13 @@ async function threadsView(seq) {
   });
   append(tbody, rows.map((r) => r.tr));
 
-  filter.addEventListener("input", () => {
+  const applyFilter = () => {
+    listFilter = filter.value;
     const q = filter.value.toLowerCase();
     for (const r of rows) r.tr.hidden = q && !`${r.t.name} ${r.t.thread_id}`.toLowerCase().includes(q);
-  });
+  };
+  filter.addEventListener("input", applyFilter);
+  applyFilter();
 
   clear(app).appendChild(
     h(
