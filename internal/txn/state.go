@@ -136,12 +136,20 @@ func readState(name string) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s State
-	if err := yaml.Unmarshal(b, &s); err != nil {
+	s, err := unmarshalState(b)
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
+	return s, nil
+}
+
+func unmarshalState(b []byte) (*State, error) {
+	var s State
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
 	if s.UUID == "" {
-		return nil, fmt.Errorf("read %s: no uuid in the record", name)
+		return nil, errors.New("no uuid in the record")
 	}
 	return &s, nil
 }

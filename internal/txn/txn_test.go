@@ -518,12 +518,7 @@ func FuzzStateRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		name := filepath.Join(dir, "s.yml")
-		if err := os.WriteFile(name, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		got, err := readState(name)
+		got, err := unmarshalState(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -531,4 +526,41 @@ func FuzzStateRoundTrip(f *testing.F) {
 			t.Fatalf("snapshot round trip changed %q", content)
 		}
 	})
+}
+
+func TestConcurrentRunsNeverOverlap(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a"})
+	inPost := make(chan struct{})
+	release := make(chan struct{})
+	slow := engine(dir)
+	slow.Opts.PostCommand = "wait"
+	slow.Shell = func(ctx context.Context, dir, script string) (CommandResult, error) {
+		close(inPost)
+		<-release
+		return CommandResult{}, nil
+	}
+	done := make(chan error)
+	go func() {
+		_, err := slow.Run(context.Background(), Request{Response: response(write("a.txt", "first"))})
+		done <- err
+	}()
+	<-inPost
+	other := response(write("b.txt", "second"))
+	other.Control.UUID = "11111111-2222-4333-8444-666666666666"
+	_, err := engine(dir).Run(context.Background(), Request{Response: other})
+	var busy *BusyError
+	if !errors.As(err, &busy) {
+		t.Errorf("second run during the first = %v, want BusyError", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.txt")); err == nil {
+		t.Errorf("second run wrote b.txt")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if _, err := engine(dir).Run(context.Background(), Request{Response: other}); err != nil {
+		t.Errorf("second run after the first finished: %v", err)
+	}
 }
