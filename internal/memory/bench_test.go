@@ -1,0 +1,100 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+)
+
+// BenchmarkPatchState: one durable (synchronous=FULL) patch on a 50-fact state, no HTTP.
+func BenchmarkPatchState(b *testing.B) {
+	for _, mode := range []string{"full", "normal"} {
+		b.Run("sync="+mode, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := OpenSQLite(b.TempDir(), Options{Sync: mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			th, _ := s.CreateThread(ctx, CreateThreadParams{})
+			var ops []map[string]any
+			for j := 0; j < 50; j++ {
+				ops = append(ops, map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"id": "f" + strconv.Itoa(j), "key": "k", "value": j}})
+			}
+			p, _ := json.Marshal(ops)
+			if _, err := s.PatchState(ctx, th.ID, p, 1, ""); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				patch := []byte(fmt.Sprintf(`[{"op":"replace","path":"/facts/%d/value","value":%d}]`, i%50, i))
+				if _, err := s.PatchState(ctx, th.ID, patch, i+2, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHeader10kFacts: the header of a 10,000-fact thread, cached (what the daemon
+// serves) and rebuilt after each change.
+func BenchmarkHeader10kFacts(b *testing.B) {
+	ctx := context.Background()
+	s, err := OpenSQLite(b.TempDir(), Options{Sync: "normal"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	for i := 0; i < 10000; i += 1000 {
+		var ops []map[string]any
+		for j := i; j < i+1000; j++ {
+			ops = append(ops, map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"id": "f" + strconv.Itoa(j), "key": "key-" + strconv.Itoa(j), "value": "a fact of moderate length " + strconv.Itoa(j)}})
+		}
+		p, _ := json.Marshal(ops)
+		if _, err := s.PatchState(ctx, th.ID, p, 0, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h, err := s.Header(ctx, th.ID)
+	if err != nil || len(h.JSON) > 2048 {
+		b.Fatalf("header %d bytes: %v", len(h.JSON), err)
+	}
+	b.Run("cached", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := s.Header(ctx, th.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("uncached", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s.AddMetrics(ctx, th.ID, Metrics{}) // drops the cached header (and costs one commit)
+			if _, err := s.Header(ctx, th.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkPutArtifact100KB: one durable 100 KB artifact put, no HTTP.
+func BenchmarkPutArtifact100KB(b *testing.B) {
+	ctx := context.Background()
+	s, err := OpenSQLite(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	content := make([]byte, 100<<10)
+	b.SetBytes(int64(len(content)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		copy(content, strconv.Itoa(i)+"-") // distinct content, no dedupe
+		if _, err := s.PutArtifact(ctx, th.ID, PutArtifactParams{Type: TypeBinary, Content: content}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
