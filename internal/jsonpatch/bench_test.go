@@ -1,6 +1,8 @@
 package jsonpatch
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -99,6 +101,21 @@ func BenchmarkDiff10kFactsOneChange(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Diff(a, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStdlibDecode10kFacts is the encoding/json baseline (UseNumber, map objects).
+func BenchmarkStdlibDecode10kFacts(b *testing.B) {
+	doc := factDoc(10000)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
 			b.Fatal(err)
 		}
 	}

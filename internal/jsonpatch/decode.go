@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -24,10 +25,22 @@ func (e *SyntaxError) Error() string {
 // Decode parses one JSON value into the order-preserving value model. Numbers keep their
 // literal text, duplicate member names are an error, and so is trailing data.
 func Decode(data []byte) (any, error) {
-	d := decoder{data: data}
+	// One string copy of the input: strings and numbers without escapes become substrings of
+	// it, which saves an allocation per value.
+	d := scratchPool.Get().(*decoder)
+	d.data, d.src, d.pos, d.depth = data, string(data), 0, 0
+	defer func() {
+		d.data, d.src = nil, ""
+		d.keys, d.vals = d.keys[:0], d.vals[:0]
+		if cap(d.vals) <= 1<<16 { // do not pin huge scratch buffers
+			scratchPool.Put(d)
+		}
+	}()
 	d.skipSpace()
 	v, err := d.value()
 	if err != nil {
+		clear(d.vals[:cap(d.vals)]) // an error leaves values on the stacks
+		clear(d.keys[:cap(d.keys)])
 		return nil, err
 	}
 	d.skipSpace()
@@ -37,19 +50,19 @@ func Decode(data []byte) (any, error) {
 	return v, nil
 }
 
+// scratchPool reuses decoders so their member stacks do not grow again on every call.
+var scratchPool = sync.Pool{New: func() any { return new(decoder) }}
+
 type decoder struct {
 	data  []byte
+	src   string // the same bytes as data
 	pos   int
 	depth int
 	// Scratch stacks shared by all nesting levels: members are collected here and copied
 	// into exactly sized slices when their container closes.
-	keys   []string
-	vals   []any
-	intern map[string]string // member names repeat across objects; allocate each once
+	keys []string
+	vals []any
 }
-
-// maxInterned bounds the intern table so hostile input cannot grow it without limit.
-const maxInterned = 4096
 
 func (d *decoder) errf(format string, args ...any) error {
 	return &SyntaxError{Offset: d.pos, Msg: fmt.Sprintf(format, args...)}
@@ -192,30 +205,8 @@ func (d *decoder) object() (any, error) {
 	}
 }
 
-// key decodes a member name, interning names without escapes.
-func (d *decoder) key() (string, error) {
-	start := d.pos + 1
-	end := start
-	for end < len(d.data) && d.data[end] != '"' && d.data[end] != '\\' && d.data[end] >= 0x20 && d.data[end] < utf8.RuneSelf {
-		end++
-	}
-	if end < len(d.data) && d.data[end] == '"' {
-		if k, ok := d.intern[string(d.data[start:end])]; ok {
-			d.pos = end + 1
-			return k, nil
-		}
-		k := string(d.data[start:end])
-		if d.intern == nil {
-			d.intern = make(map[string]string)
-		}
-		if len(d.intern) < maxInterned {
-			d.intern[k] = k
-		}
-		d.pos = end + 1
-		return k, nil
-	}
-	return d.str()
-}
+// key decodes a member name.
+func (d *decoder) key() (string, error) { return d.str() }
 
 func (d *decoder) array() (any, error) {
 	if err := d.enter(); err != nil {
@@ -290,7 +281,7 @@ func (d *decoder) number() (any, error) {
 			return nil, d.errf("invalid number, want a digit in the exponent")
 		}
 	}
-	return json.Number(d.data[start:d.pos]), nil
+	return json.Number(d.src[start:d.pos]), nil
 }
 
 // strPlain marks bytes that may appear unescaped inside a string.
@@ -320,7 +311,7 @@ func (d *decoder) str() (string, error) {
 				return "", d.errf("invalid UTF-8 in string")
 			}
 			d.pos++
-			return string(s), nil
+			return d.src[start : d.pos-1], nil
 		}
 		if c == '\\' {
 			break

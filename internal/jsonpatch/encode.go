@@ -153,7 +153,7 @@ func appendString(buf []byte, s string) []byte {
 
 // validNumber reports whether s is a JSON number literal.
 func validNumber(s string) bool {
-	d := decoder{data: []byte(s)}
+	d := decoder{data: []byte(s), src: s}
 	if len(s) == 0 {
 		return false
 	}
