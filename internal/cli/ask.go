@@ -175,6 +175,9 @@ type askJSONErr struct {
 
 func askRun(ctx context.Context, opts *AskOptions) error {
 	if opts.Prompt == "-" {
+		if opts.IO.IsStdinTTY() {
+			fmt.Fprintln(opts.IO.ErrOut, "Reading the prompt from stdin; end it with Ctrl-D.")
+		}
 		b, err := io.ReadAll(opts.IO.In)
 		if err != nil {
 			return WithHint(fmt.Errorf("cannot read the prompt from stdin: %w", err), "pass it with --prompt TEXT instead")

@@ -83,8 +83,8 @@ sleep 300
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
-			return // gone
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH || zombie(pid) {
+			return // gone (a zombie has exited; only a container's PID 1 has not reaped it)
 		}
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -100,4 +100,13 @@ func TestProcessExitCodeAndStreams(t *testing.T) {
 	if err != nil || out.ExitCode != 5 || string(out.Stdout) != "out\n" || string(out.Stderr) != "err\n" {
 		t.Fatalf("out = %+v, %v", out, err)
 	}
+}
+
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
