@@ -55,6 +55,7 @@ function myers(a, b, maxD = Infinity) {
   const m = b.length;
   if (n === 0) return b.map((text, bi) => ({ op: "+", text, ai: -1, bi }));
   if (m === 0) return a.map((text, ai) => ({ op: "-", text, ai, bi: -1 }));
+  if (Math.abs(n - m) > maxD) return null; // D ≥ |n − m|: over budget before starting
   const max = n + m;
   const off = max;
   const v = new Int32Array(2 * max + 2);
