@@ -440,15 +440,10 @@ func (s *SQLite) Header(ctx context.Context, id string) (Header, error) {
 	if h := c.header.Load(); h != nil {
 		return *h, nil
 	}
-	b, err := statedoc.Header(c.doc, statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided})
+	b, t, err := statedoc.HeaderInfo(c.doc, statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided})
 	if err != nil {
 		return Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
-	var probe struct {
-		Truncated json.RawMessage `json:"truncated"`
-	}
-	_ = json.Unmarshal(b, &probe)
-	t := len(probe.Truncated) > 0 && string(probe.Truncated) != "null" && string(probe.Truncated) != "false"
 	h := &Header{Version: c.version, JSON: b, Truncated: t}
 	c.header.Store(h)
 	return *h, nil
