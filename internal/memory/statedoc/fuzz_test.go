@@ -55,9 +55,28 @@ func FuzzApplyPatch(f *testing.F) {
 	f.Add([]byte(`[{"op":"add","path":"/plan/0","value":{"id":"p","step":"s","status":"pending"}},{"op":"copy","from":"/plan/0","path":"/plan/-"}]`))
 	f.Add([]byte(`[{"op":"replace","path":"","value":{}}]`))
 	f.Add([]byte(`[{"op":"move","from":"/facts","path":"/plan"}]`))
-	base := NewAt("t", t0)
+	base, err := ApplyPatch(NewAt("t", t0), []byte(`[{"op":"add","path":"/facts/-","value":{"id":"a","key":"k","value":[1,{"x":null}]}},`+
+		`{"op":"add","path":"/facts/-","value":{"id":"b","key":"k","value":2}},{"op":"add","path":"/plan/-","value":{"id":"p","step":"s"}},`+
+		`{"op":"add","path":"/artifacts/-","value":{"ref":"r"}}]`), 1, t0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, err := Parse(base)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, patch []byte) {
 		out, err := ApplyPatch(base, patch, 2, t0)
+		next, serr := st.Patch(patch, 2, t0)
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("ApplyPatch error %v, State.Patch error %v", err, serr)
+		}
+		if err == nil {
+			got, _ := next.JSON()
+			if string(got) != string(out) {
+				t.Fatalf("State.Patch %s\nApplyPatch  %s", got, out)
+			}
+		}
 		if err != nil {
 			var ve *ValidationError
 			var se interface{ Error() string }
@@ -69,12 +88,12 @@ func FuzzApplyPatch(f *testing.F) {
 		if err := Validate(out); err != nil {
 			t.Fatalf("ApplyPatch produced an invalid document: %v\n%s", err, out)
 		}
-		var st struct {
+		var id struct {
 			Version  int    `json:"version"`
 			ThreadID string `json:"thread_id"`
 		}
-		if err := json.Unmarshal(out, &st); err != nil || st.Version != 2 || st.ThreadID != "t" {
-			t.Fatalf("identity changed: %+v %v", st, err)
+		if err := json.Unmarshal(out, &id); err != nil || id.Version != 2 || id.ThreadID != "t" {
+			t.Fatalf("identity changed: %+v %v", id, err)
 		}
 		if h, err := Header(out, Metrics{}); err != nil || len(h) > MaxHeaderBytes {
 			t.Fatalf("header: %v (%d bytes)", err, len(h))
