@@ -324,6 +324,11 @@ describe("web UI in Chromium", () => {
     await page.getByTestId("savings").waitFor();
     await shot("10-overview-dark");
     await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize({ width: 420, height: 860 });
+    await page.goto(`${d.url}/ui/#/t/${tid}/versions`);
+    await page.getByTestId("diff").waitFor();
+    await shot("11-versions-narrow");
+    await page.setViewportSize({ width: 1360, height: 900 });
   });
 
   it("ran without console or page errors", () => {

@@ -908,7 +908,7 @@ async function capsTab(ctx, r, seq) {
 updateTokenButton();
 api
   .version()
-  .then((v) => (document.getElementById("version").textContent = `v${v.version}`))
+  .then((v) => (document.getElementById("version").textContent = /^\d/.test(v.version) ? `v${v.version}` : String(v.version)))
   .catch(() => {})
   .finally(updateTokenButton);
 route();
