@@ -1,0 +1,166 @@
+package patch
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// addCorpusSeeds feeds the fuzzer the reference cases of one strategy.
+func addCorpusSeeds(f *testing.F, glob string) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		root := filepath.Join(d, "shared", "corpus", "patch")
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		ms, _ := filepath.Glob(filepath.Join(root, glob))
+		for _, m := range ms {
+			in, err1 := os.ReadFile(filepath.Join(m, "input"))
+			p, err2 := os.ReadFile(filepath.Join(m, "patch"))
+			if err1 == nil && err2 == nil {
+				f.Add(string(in), string(p))
+			}
+		}
+		return
+	}
+}
+
+// checkApply is what every strategy must guarantee for any input.
+func checkApply(t *testing.T, orig, body string, st Strategy) {
+	if len(orig) > 1<<16 || len(body) > 1<<16 {
+		t.Skip()
+	}
+	res, err := Apply(orig, true, st, body, Options{})
+	if err != nil {
+		var ae *ApplyError
+		if !errors.As(err, &ae) {
+			t.Fatalf("error is %T, want *ApplyError: %v", err, err)
+		}
+		if ae.Error() == "" {
+			t.Fatal("empty error message")
+		}
+		return
+	}
+	if len(res.Blocks) == 0 {
+		t.Fatal("success without block results")
+	}
+	// The file's line endings survive: no CRLF appears in an LF-only file from nowhere.
+	if !strings.Contains(orig, "\r") && !strings.Contains(body, "\r") && strings.Contains(res.Content, "\r\n") {
+		t.Fatalf("CRLF introduced into an LF file")
+	}
+	// A BOM is kept.
+	if strings.HasPrefix(orig, bom) && !strings.HasPrefix(res.Content, bom) {
+		t.Fatal("BOM lost")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("```ts // src/a.ts\nx\n```\n```yaml\nprojectId: p\nuuid: 5e1a41d8-64a7-4663-c56e-3ebd03f7a1f5\n```\n")
+	f.Add("```diff // a.go\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-a\n+b\n--- a/b.go\n+++ b/b.go\n@@ -1 +1 @@\n-c\n+d\n```\nprojectId: p\nuuid: 5e1a41d8-64a7-4663-c56e-3ebd03f7a1f5\n")
+	f.Add("```\n*** Begin Patch\n*** Add File: x\n+1\n*** Update File: y\n*** Move to: z\n@@\n-a\n+b\n*** Delete File: w\n*** End Patch\n```\n```yml\nprojectId: p\nuuid: 00000000-0000-0000-0000-000000000000\n```")
+	f.Add("````md // README.md\n```bash\nls\n```\n````\n```json // rename-file\n{\"from\":\"a\",\"to\":\"b\"}\n```\n")
+	dir, _ := os.Getwd()
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		ms, _ := filepath.Glob(filepath.Join(d, "shared", "corpus", "patch", "relaycode-e2e", "*", "response.md"))
+		ps, _ := filepath.Glob(filepath.Join(d, "shared", "corpus", "patch", "relaycode-e2e", "_parser-fixtures-relaycoder", "*.md"))
+		for _, m := range append(ms, ps...) {
+			if b, err := os.ReadFile(m); err == nil {
+				f.Add(string(b))
+			}
+		}
+		if len(ms) > 0 {
+			break
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 1<<16 {
+			t.Skip()
+		}
+		r, err := Parse(text)
+		if err != nil {
+			var np *NotPatchError
+			if !errors.As(err, &np) || np.Reason == "" {
+				t.Fatalf("error is %T %v, want *NotPatchError with a reason", err, err)
+			}
+			return
+		}
+		if len(r.Operations) == 0 || r.Control.ProjectID == "" || r.Control.UUID == "" {
+			t.Fatalf("success without operations or control: %+v", r)
+		}
+		for _, op := range r.Operations {
+			switch op.Kind {
+			case OpWrite:
+				if op.Path == "" {
+					t.Fatal("write without path")
+				}
+				if _, ok := ParseStrategy(string(op.Strategy)); !ok {
+					t.Fatalf("invalid strategy %q", op.Strategy)
+				}
+				// Every parsed operation must be safe to apply (errors are fine, panics are not).
+				_, _ = Apply("", false, op.Strategy, op.Content, Options{})
+			case OpDelete:
+				if op.Path == "" {
+					t.Fatal("delete without path")
+				}
+			case OpRename:
+				if op.From == "" || op.To == "" {
+					t.Fatal("rename without from/to")
+				}
+			default:
+				t.Fatalf("unknown op kind %q", op.Kind)
+			}
+		}
+	})
+}
+
+func FuzzSearchReplace(f *testing.F) {
+	f.Add("a\nb\nc\n", "<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>> REPLACE\n")
+	f.Add("\tx\r\n\ty\r\n", "<<<<<<< SEARCH\n:start_line:2\n-------\n    y\n=======\n    z\n    w\n>>>>>>> REPLACE\n")
+	addCorpusSeeds(f, "diff-apply/multi-search-replace/*")
+	addCorpusSeeds(f, "roo-msr/apply/*")
+	f.Fuzz(func(t *testing.T, orig, body string) { checkApply(t, orig, body, MultiSearchReplace) })
+}
+
+func FuzzUnified(f *testing.F) {
+	f.Add("a\nb\nc\n", "@@ -2,1 +2,1 @@\n-b\n+B\n")
+	addCorpusSeeds(f, "diff-apply/unified/*")
+	addCorpusSeeds(f, "apply-multi-diff/standard-diff/*")
+	f.Fuzz(func(t *testing.T, orig, body string) { checkApply(t, orig, body, Unified) })
+}
+
+func FuzzNewUnified(f *testing.F) {
+	f.Add("a\nb\nc\n", "@@ ... @@\n a\n-b\n+B\n c\n")
+	addCorpusSeeds(f, "diff-apply/new-unified/*")
+	f.Fuzz(func(t *testing.T, orig, body string) { checkApply(t, orig, body, NewUnified) })
+}
+
+func FuzzApplyPatch(f *testing.F) {
+	f.Add("class A:\n  def f():\n    return 1\n", "@@ class A:\n@@ def f():\n-    return 1\n+    return 2\n*** End of File\n")
+	f.Add("x\n", "*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n*** End Patch\n")
+	f.Fuzz(func(t *testing.T, orig, body string) { checkApply(t, orig, body, ApplyPatch) })
+}
+
+func FuzzReplace(f *testing.F) {
+	f.Add("\ufeffa\r\nb", "x\ny\n")
+	f.Fuzz(func(t *testing.T, orig, body string) {
+		checkApply(t, orig, body, Replace)
+		res, err := Apply(orig, true, Replace, body, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Whole-file replace keeps the file's final-newline state when the file has lines.
+		// (A trailing empty line without a newline cannot be told apart from a final newline.)
+		lines := patchLines(body)
+		if strings.TrimPrefix(orig, bom) != "" && len(lines) > 0 && lines[len(lines)-1] != "" {
+			if strings.HasSuffix(orig, "\n") != strings.HasSuffix(res.Content, "\n") {
+				t.Fatalf("final newline changed: %q -> %q", orig, res.Content)
+			}
+		}
+	})
+}
