@@ -358,7 +358,9 @@ func (p Patch) Encode() ([]byte, error) {
 func shallowCopy(v any) any {
 	switch t := v.(type) {
 	case *Object:
-		return &Object{keys: append(make([]string, 0, len(t.keys)+1), t.keys...), vals: append(make([]any, 0, len(t.vals)+1), t.vals...)}
+		c := &Object{keys: append(make([]string, 0, len(t.keys)+1), t.keys...), vals: append(make([]any, 0, len(t.vals)+1), t.vals...)}
+		c.reindex()
+		return c
 	case []any:
 		return append(make([]any, 0, len(t)+1), t...)
 	}

@@ -198,6 +198,7 @@ func (d *decoder) object() (any, error) {
 			copy(o.vals, d.vals[vbase:])
 			clear(d.vals[vbase:]) // drop references so the scratch does not pin values
 			d.keys, d.vals = d.keys[:base], d.vals[:vbase]
+			o.reindex()
 			return o, nil
 		default:
 			return nil, d.errf("unexpected %s, want ',' or '}'", d.describe())

@@ -8,9 +8,11 @@ const smallObject = 8
 
 // Object is a JSON object that remembers member order. The zero value is an empty object.
 type Object struct {
-	keys  []string
-	vals  []any
-	index map[string]int // built lazily once the object grows past smallObject
+	keys []string
+	vals []any
+	// index maps names to positions once the object has more than smallObject members. It is
+	// kept up to date by every writer, so lookups never write and concurrent readers are safe.
+	index map[string]int
 }
 
 // NewObject returns an empty object with room for n members.
@@ -27,13 +29,18 @@ func (o *Object) Keys() []string { return o.keys }
 // At returns the i-th member.
 func (o *Object) At(i int) (string, any) { return o.keys[i], o.vals[i] }
 
-func (o *Object) find(k string) int {
-	if o.index == nil && len(o.keys) > smallObject {
+// reindex rebuilds the index after members moved.
+func (o *Object) reindex() {
+	o.index = nil
+	if len(o.keys) > smallObject {
 		o.index = make(map[string]int, len(o.keys))
 		for i, key := range o.keys {
 			o.index[key] = i
 		}
 	}
+}
+
+func (o *Object) find(k string) int {
 	if o.index != nil {
 		if i, ok := o.index[k]; ok {
 			return i
@@ -69,6 +76,8 @@ func (o *Object) Set(k string, v any) {
 	o.vals = append(o.vals, v)
 	if o.index != nil {
 		o.index[k] = len(o.keys) - 1
+	} else if len(o.keys) > smallObject {
+		o.reindex()
 	}
 }
 
@@ -80,7 +89,7 @@ func (o *Object) Delete(k string) bool {
 	}
 	o.keys = append(o.keys[:i], o.keys[i+1:]...)
 	o.vals = append(o.vals[:i], o.vals[i+1:]...)
-	o.index = nil // positions shifted; rebuilt on the next lookup
+	o.reindex() // positions shifted
 	return true
 }
 
@@ -95,6 +104,7 @@ func DeepCopy(v any) any {
 		for i, x := range t.vals {
 			c.vals[i] = DeepCopy(x)
 		}
+		c.reindex()
 		return c
 	case []any:
 		c := make([]any, len(t))

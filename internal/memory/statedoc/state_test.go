@@ -165,3 +165,39 @@ func BenchmarkStateHeader10kFacts(b *testing.B) {
 		}
 	}
 }
+
+// TestStateConcurrentUse shares one State between goroutines that read and patch it; run
+// with -race (lookups on large objects must not build indexes lazily).
+func TestStateConcurrentUse(t *testing.T) {
+	st, err := Parse(bigState(t, 50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := st.JSON()
+	want = bytes.Clone(want)
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func() {
+			var err error
+			for i := 0; i < 50 && err == nil; i++ {
+				switch i % 3 {
+				case 0:
+					_, _, err = st.Header(Metrics{})
+				case 1:
+					_, err = st.JSON()
+				default:
+					_, err = st.Patch(fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":"g%d-%d","key":"k","value":1}}]`, g, i), 2, t0)
+				}
+			}
+			done <- err
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if got, _ := st.JSON(); !bytes.Equal(got, want) {
+		t.Error("the shared state changed")
+	}
+}
