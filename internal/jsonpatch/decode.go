@@ -196,7 +196,8 @@ func (d *decoder) object() (any, error) {
 			o := &Object{keys: make([]string, len(d.keys)-base), vals: make([]any, len(d.vals)-vbase)}
 			copy(o.keys, d.keys[base:])
 			copy(o.vals, d.vals[vbase:])
-			clear(d.vals[vbase:]) // drop references so the scratch does not pin values
+			clear(d.vals[vbase:]) // drop references so pooled scratch does not pin the input
+			clear(d.keys[base:])
 			d.keys, d.vals = d.keys[:base], d.vals[:vbase]
 			o.reindex()
 			return o, nil
