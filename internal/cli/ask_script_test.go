@@ -23,7 +23,7 @@ import (
 
 // Fake friend CLIs for testdata/script/ask_*.txtar. The test binary itself is
 // linked as codex, gemini, claude, qwen and opencode in $FAKEBIN; run under
-// one of those names it records argv, stdin, env and cwd in $WORK/calls and
+// one of those names it records argv, stdin, the prompt, env and cwd in $WORK/calls and
 // answers the way the real CLI's JSON mode does. Scripts opt in with
 // `env PATH=$FAKEBIN${:}$PATH`.
 
@@ -104,6 +104,13 @@ func fakeFriendMain(name string) int {
 		return 0
 	}
 	stdin, _ := io.ReadAll(os.Stdin)
+	// the prompt as the real CLI would see it: stdin, or (gemini, qwen) an argv element
+	prompt := stdin
+	for _, a := range args {
+		if strings.Contains(a, "\n") {
+			prompt = []byte(a)
+		}
+	}
 	logDir := os.Getenv("FAKE_LOG")
 	if logDir != "" {
 		_ = os.MkdirAll(logDir, 0o755)
@@ -117,11 +124,14 @@ func fakeFriendMain(name string) int {
 				shown[i] = "<last-message-file>"
 				_ = os.WriteFile(filepath.Join(logDir, name+".lastmsg"), []byte(a), 0o644)
 			}
+			if strings.Contains(a, "\n") { // the envelope itself; its text is in .prompt
+				shown[i] = "<prompt>"
+			}
 		}
 		_ = os.WriteFile(filepath.Join(logDir, name+".argv"), []byte(strings.Join(shown, "\n")+"\n"), 0o644)
 		_ = os.WriteFile(filepath.Join(logDir, name+".stdin"), stdin, 0o644)
 		// .prompt ends in a newline so scripts can cmp it with a txtar file
-		_ = os.WriteFile(filepath.Join(logDir, name+".prompt"), append(slices.Clone(stdin), '\n'), 0o644)
+		_ = os.WriteFile(filepath.Join(logDir, name+".prompt"), append(slices.Clone(prompt), '\n'), 0o644)
 		_ = os.WriteFile(filepath.Join(logDir, name+".env"), []byte(strings.Join(env, "\n")+"\n"), 0o644)
 		_ = os.WriteFile(filepath.Join(logDir, name+".cwd"), []byte(wd+"\n"), 0o644)
 		if f, err := os.OpenFile(filepath.Join(logDir, "order"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
@@ -141,6 +151,9 @@ func fakeFriendMain(name string) int {
 		time.Sleep(time.Duration(secs * float64(time.Second)))
 	}
 	answer := fmt.Sprintf("%s says: received %d bytes on stdin", name, len(stdin))
+	if len(stdin) == 0 && len(prompt) > 0 {
+		answer = fmt.Sprintf("%s says: received %d bytes in argv", name, len(prompt))
+	}
 	if v := fakeEnv(name, "ANSWER"); v != "" {
 		answer = v
 	}
@@ -179,7 +192,7 @@ func fakeFriendMain(name string) int {
 		b, _ := json.Marshal(v)
 		fmt.Println(string(b))
 	}
-	inTok, outTok := len(stdin)/4, len(answer)/4
+	inTok, outTok := len(prompt)/4, len(answer)/4
 	switch name {
 	case "codex":
 		thread := "fake-thread-0001"

@@ -18,6 +18,13 @@ const (
 	DangerFullAccess = "danger-full-access"
 )
 
+// ArgvPromptMax is the largest prompt gemini and qwen get in argv. Both read
+// piped stdin with a 500 ms timer (gemini 0.61, qwen 0.15): on a stalled
+// machine the timer fires first and the prompt is dropped (silently, for
+// gemini). Linux caps one argv element at 131,071 bytes, so only bigger
+// prompts take the stdin path. codex and claude read stdin to EOF and always get it there.
+const ArgvPromptMax = 100_000
+
 // AllSandboxes is every mode, sorted as the seed's error message lists them.
 var AllSandboxes = []string{DangerFullAccess, ReadOnly, WorkspaceWrite}
 

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// geminiSpec drives the Gemini CLI (0.61): prompt on stdin with a short -p
-// (headless mode needs -p; its text is appended after stdin), --skip-trust so
-// an untrusted folder does not exit 55, and --approval-mode for the sandbox
-// because --sandbox needs Docker or Podman on Linux.
+// geminiSpec drives the Gemini CLI (0.61): the prompt in -p up to
+// ArgvPromptMax, above that on stdin with a short -p (its text is appended
+// after stdin); --skip-trust so an untrusted folder does not exit 55, and
+// --approval-mode for the sandbox because --sandbox needs Docker or Podman on Linux.
 type geminiSpec struct{}
 
 // geminiPromptSuffix is the -p text; gemini appends it after the stdin prompt.
@@ -46,6 +46,9 @@ func (geminiSpec) plan(req Request, exe, _ string) (Invocation, error) {
 		} else {
 			args = append(args, "--session-id", req.Session.ID)
 		}
+	}
+	if len(req.Prompt) <= ArgvPromptMax {
+		return Invocation{Path: exe, Args: append(args, "--prompt", req.Prompt), Dir: req.Repo, Env: req.Env}, nil
 	}
 	args = append(args, "--prompt", geminiPromptSuffix)
 	return Invocation{Path: exe, Args: args, Dir: req.Repo, Env: req.Env, Stdin: req.Prompt}, nil

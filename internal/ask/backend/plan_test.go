@@ -35,6 +35,7 @@ func baseReq(sandbox, model string) Request {
 // TestPlanArgv pins the argv of every CLI backend for every sandbox × model.
 func TestPlanArgv(t *testing.T) {
 	const lm = "/tmp/paf/codex-last-message.txt"
+	const P = "PROMPT\nwith lines" // gemini and qwen take prompts up to ArgvPromptMax in argv
 	tests := []struct {
 		backend, sandbox, model string
 		want                    []string
@@ -46,12 +47,12 @@ func TestPlanArgv(t *testing.T) {
 		{"codex", WorkspaceWrite, "gpt-5", []string{"exec", "-C", "/work/repo", "--skip-git-repo-check", "--sandbox", "workspace-write", "--ephemeral", "--json", "--output-last-message", lm, "-m", "gpt-5", "-"}},
 		{"codex", DangerFullAccess, "gpt-5", []string{"exec", "-C", "/work/repo", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--ephemeral", "--json", "--output-last-message", lm, "-m", "gpt-5", "-"}},
 
-		{"gemini", ReadOnly, "", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", geminiPromptSuffix}},
-		{"gemini", WorkspaceWrite, "", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", geminiPromptSuffix}},
-		{"gemini", DangerFullAccess, "", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", geminiPromptSuffix}},
-		{"gemini", ReadOnly, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", geminiPromptSuffix}},
-		{"gemini", WorkspaceWrite, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", geminiPromptSuffix}},
-		{"gemini", DangerFullAccess, "gemini-2.5-flash", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", geminiPromptSuffix}},
+		{"gemini", ReadOnly, "", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", P}},
+		{"gemini", WorkspaceWrite, "", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", P}},
+		{"gemini", DangerFullAccess, "", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", P}},
+		{"gemini", ReadOnly, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", P}},
+		{"gemini", WorkspaceWrite, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", P}},
+		{"gemini", DangerFullAccess, "gemini-2.5-flash", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", P}},
 
 		{"claude", ReadOnly, "", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS", "--allowedTools", "Read,Grep,Glob,LS", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
 		{"claude", WorkspaceWrite, "", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS,Edit,Write", "--allowedTools", "Read,Grep,Glob,LS,Edit,Write", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
@@ -60,12 +61,12 @@ func TestPlanArgv(t *testing.T) {
 		{"claude", WorkspaceWrite, "sonnet", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS,Edit,Write", "--allowedTools", "Read,Grep,Glob,LS,Edit,Write", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
 		{"claude", DangerFullAccess, "sonnet", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--dangerously-skip-permissions", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
 
-		{"qwen", ReadOnly, "", []string{"--approval-mode", "plan", "--output-format", "json"}},
-		{"qwen", WorkspaceWrite, "", []string{"--approval-mode", "auto-edit", "--output-format", "json"}},
-		{"qwen", DangerFullAccess, "", []string{"--approval-mode", "yolo", "--output-format", "json"}},
-		{"qwen", ReadOnly, "qwen3-coder", []string{"--approval-mode", "plan", "--output-format", "json", "-m", "qwen3-coder"}},
-		{"qwen", WorkspaceWrite, "qwen3-coder", []string{"--approval-mode", "auto-edit", "--output-format", "json", "-m", "qwen3-coder"}},
-		{"qwen", DangerFullAccess, "qwen3-coder", []string{"--approval-mode", "yolo", "--output-format", "json", "-m", "qwen3-coder"}},
+		{"qwen", ReadOnly, "", []string{"--approval-mode", "plan", "--output-format", "json", P}},
+		{"qwen", WorkspaceWrite, "", []string{"--approval-mode", "auto-edit", "--output-format", "json", P}},
+		{"qwen", DangerFullAccess, "", []string{"--approval-mode", "yolo", "--output-format", "json", P}},
+		{"qwen", ReadOnly, "qwen3-coder", []string{"--approval-mode", "plan", "--output-format", "json", "-m", "qwen3-coder", P}},
+		{"qwen", WorkspaceWrite, "qwen3-coder", []string{"--approval-mode", "auto-edit", "--output-format", "json", "-m", "qwen3-coder", P}},
+		{"qwen", DangerFullAccess, "qwen3-coder", []string{"--approval-mode", "yolo", "--output-format", "json", "-m", "qwen3-coder", P}},
 
 		{"opencode", ReadOnly, "", []string{"run", "--format", "json", "--dir", "/work/repo"}},
 		{"opencode", WorkspaceWrite, "", []string{"run", "--format", "json", "--dir", "/work/repo"}},
@@ -88,13 +89,19 @@ func TestPlanArgv(t *testing.T) {
 			if inv.Dir != "/work/repo" {
 				t.Errorf("dir = %q, want the repo", inv.Dir)
 			}
-			// the prompt travels on stdin and never in argv (128 KiB argv cap)
-			if inv.Stdin != "PROMPT\nwith lines" {
-				t.Errorf("stdin = %q", inv.Stdin)
-			}
-			for _, a := range inv.Args {
-				if strings.Contains(a, "PROMPT") {
-					t.Errorf("prompt leaked into argv: %q", a)
+			if tt.backend == "gemini" || tt.backend == "qwen" {
+				if inv.Stdin != "" {
+					t.Errorf("a small prompt for %s must not race its 500 ms stdin timer: stdin = %q", tt.backend, inv.Stdin)
+				}
+			} else {
+				// the prompt travels on stdin and never in argv (128 KiB argv cap)
+				if inv.Stdin != P {
+					t.Errorf("stdin = %q", inv.Stdin)
+				}
+				for _, a := range inv.Args {
+					if strings.Contains(a, "PROMPT") {
+						t.Errorf("prompt leaked into argv: %q", a)
+					}
 				}
 			}
 			if v, _ := lookupEnv(inv.Env, "PHONE_A_FRIEND_DEPTH"); v != "1" {
@@ -239,3 +246,27 @@ func TestTempDirRemoved(t *testing.T) {
 }
 
 func asError(err error, target **Error) bool { return errors.As(err, target) }
+
+// TestLargePromptOnStdin: above ArgvPromptMax gemini and qwen get the prompt
+// on stdin (gemini with a short -p), never in one oversized argv element.
+func TestLargePromptOnStdin(t *testing.T) {
+	for _, n := range []int{ArgvPromptMax, ArgvPromptMax + 1, 500_000} {
+		req := baseReq(ReadOnly, "")
+		req.Prompt = strings.Repeat("x", n)
+		for _, name := range []string{"gemini", "qwen"} {
+			inv := planFor(t, name, req)
+			inArgv := slices.Contains(inv.Args, req.Prompt)
+			if n <= ArgvPromptMax && (!inArgv || inv.Stdin != "") || n > ArgvPromptMax && (inArgv || inv.Stdin != req.Prompt) {
+				t.Errorf("%s with %d bytes: in argv %v, stdin %d bytes", name, n, inArgv, len(inv.Stdin))
+			}
+			for _, a := range inv.Args {
+				if len(a) > 131_071 {
+					t.Errorf("%s: argv element of %d bytes would fail with E2BIG", name, len(a))
+				}
+			}
+			if name == "gemini" && n > ArgvPromptMax && inv.Args[len(inv.Args)-1] != geminiPromptSuffix {
+				t.Errorf("gemini stdin mode needs the short -p, argv ends %q", inv.Args[len(inv.Args)-2:])
+			}
+		}
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// qwenSpec drives Qwen Code (0.15): no positional prompt, so it reads the
-// prompt from stdin and runs once; --approval-mode maps the sandbox.
+// qwenSpec drives Qwen Code (0.15): a positional prompt runs once (stdin
+// instead above ArgvPromptMax); --approval-mode maps the sandbox.
 type qwenSpec struct{}
 
 func (qwenSpec) name() string         { return "qwen" }
@@ -28,6 +28,9 @@ func (qwenSpec) plan(req Request, exe, _ string) (Invocation, error) {
 	args := []string{"--approval-mode", mode, "--output-format", "json"}
 	if req.Model != "" {
 		args = append(args, "-m", req.Model)
+	}
+	if len(req.Prompt) <= ArgvPromptMax {
+		return Invocation{Path: exe, Args: append(args, req.Prompt), Dir: req.Repo, Env: req.Env}, nil
 	}
 	return Invocation{Path: exe, Args: args, Dir: req.Repo, Env: req.Env, Stdin: req.Prompt}, nil
 }
