@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -22,13 +23,21 @@ const Name = "retrieval.search"
 // MaxIndexedBytes caps the text indexed per artifact; the rest is still stored, just not searchable.
 const MaxIndexedBytes = 4 << 20
 
-// Schema is the FTS5 table. thread_id/ref/type ride along unindexed so one MATCH answers everything.
+// Schema is the FTS5 table. The thread is also an indexed one-token column (tid) so the
+// thread filter is a doclist intersection inside MATCH instead of a row lookup per match;
+// ref/thread_id/type ride along unindexed. The prefix index makes "abc*" cheap.
 const Schema = `
 CREATE VIRTUAL TABLE IF NOT EXISTS artifact_fts USING fts5(
-	name, body, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
-	tokenize = 'porter unicode61 remove_diacritics 2'
+	name, body, tid, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
+	tokenize = 'porter unicode61 remove_diacritics 2',
+	prefix = '2 3 4'
 );
 `
+
+// threadToken is the thread id as one alphanumeric token ("t" + hex without dashes).
+func threadToken(threadID string) string {
+	return "t" + strings.ReplaceAll(strings.ToLower(threadID), "-", "")
+}
 
 func init() {
 	memory.RegisterMigration("0110_search_fts", Schema)
@@ -57,7 +66,7 @@ func Index(ctx context.Context, tx *sql.Tx, threadID, ref, typ, name string, con
 			body = tagRE.ReplaceAllString(body, " ")
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(name, body, ref, thread_id, type) VALUES (?,?,?,?,?)`, name, body, ref, threadID, typ)
+	_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(name, body, tid, ref, thread_id, type) VALUES (?,?,?,?,?,?)`, name, body, threadToken(threadID), ref, threadID, typ)
 	if err != nil {
 		return fmt.Errorf("index artifact %s: %w", ref, err)
 	}
@@ -97,11 +106,13 @@ func Search(ctx context.Context, db *sql.DB, threadID string, q Query) ([]Hit, e
 		limit = 10
 	}
 	var sb strings.Builder
-	args := []any{HighlightOpen, HighlightClose, match, threadID}
+	match = "tid:" + threadToken(threadID) + " AND {name body}: (" + match + ")"
+	args := []any{match}
+	// Rank first and compute snippets only for the winners: in one query SQLite would build
+	// a snippet for every match before sorting, which dominates the cost on common terms.
 	// bm25 weights: a hit in the name counts double a hit in the body.
-	sb.WriteString(`SELECT ref, name, type, bm25(artifact_fts, 2.0, 1.0) AS score,
-		snippet(artifact_fts, 1, ?, ?, '…', 16)
-		FROM artifact_fts WHERE artifact_fts MATCH ? AND thread_id = ?`)
+	sb.WriteString(`SELECT rowid, ref, name, type, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
+		FROM artifact_fts WHERE artifact_fts MATCH ?`)
 	if len(q.Types) > 0 {
 		sb.WriteString(` AND type IN (?` + strings.Repeat(",?", len(q.Types)-1) + `)`)
 		for _, t := range q.Types {
@@ -114,21 +125,36 @@ func Search(ctx context.Context, db *sql.DB, threadID string, q Query) ([]Hit, e
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	defer rows.Close()
 	hits := []Hit{}
+	var rowids []int64
 	for rows.Next() {
 		var h Hit
-		if err := rows.Scan(&h.Ref, &h.Name, &h.Type, &h.Score, &h.Snippet); err != nil {
+		var rowid int64
+		if err := rows.Scan(&rowid, &h.Ref, &h.Name, &h.Type, &h.Score); err != nil {
+			rows.Close()
 			return nil, err
 		}
-		h.Score = -h.Score
-		if h.Snippet == "" {
-			h.Snippet = h.Name
-		}
-		h.Snippet = memory.Sanitize(h.Snippet)
+		h.Score = math.Round(-h.Score*1000) / 1000
 		hits = append(hits, h)
+		rowids = append(rowids, rowid)
 	}
-	return hits, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	for i, id := range rowids {
+		var snip string
+		err := db.QueryRowContext(ctx, `SELECT snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid = ?`,
+			HighlightOpen, HighlightClose, match, id).Scan(&snip)
+		if err != nil {
+			return nil, fmt.Errorf("search snippet: %w", err)
+		}
+		if snip == "" {
+			snip = hits[i].Name
+		}
+		hits[i].Snippet = memory.Sanitize(snip)
+	}
+	return hits, nil
 }
 
 // ArgsSchema is the retrieval.search argument schema.

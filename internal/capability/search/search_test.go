@@ -161,7 +161,7 @@ func FuzzBuildMatch(f *testing.F) {
 	if _, err := db.Exec(Schema); err != nil {
 		f.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, ref, thread_id, type) VALUES ('n','hello relay world','r','t','text')`); err != nil {
+	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, tid, ref, thread_id, type) VALUES ('n','hello relay world','t1','r','t','text')`); err != nil {
 		f.Fatal(err)
 	}
 	for _, s := range []string{"hello", `"hello world"`, "rel*", "a OR b", `NEAR(a b)`, `a AND OR NOT ("`, "*", `"unterminated`, "col:val", "^start", "-x +y", "é ñ 中文"} {
@@ -172,7 +172,7 @@ func FuzzBuildMatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rows, err := db.Query(`SELECT ref FROM artifact_fts WHERE artifact_fts MATCH ?`, m)
+		rows, err := db.Query(`SELECT ref FROM artifact_fts WHERE artifact_fts MATCH ?`, "tid:t1 AND {name body}: ("+m+")")
 		if err != nil {
 			t.Fatalf("BuildMatch(%q) = %q: FTS5 error %v", q, m, err)
 		}
