@@ -34,7 +34,7 @@ type index struct {
 	lines []string
 	keys  []string // TrimSpace of each line
 	trim  map[string][]int
-	sq    map[string][]int // whitespace-free key, built on first fuzzy search
+	sq    map[uint64][]int // hash of the whitespace-free line, built on first fuzzy search
 	coll  []string         // collapsed lines, built on first fuzzy search
 	st    *style
 }
@@ -61,11 +61,11 @@ func (ix *index) fuzzyPrep() {
 	if ix.sq != nil {
 		return
 	}
-	ix.sq = make(map[string][]int, len(ix.lines))
+	ix.sq = make(map[uint64][]int, len(ix.lines))
 	ix.coll = make([]string, len(ix.lines))
 	for i, l := range ix.lines {
-		k := squash(ix.keys[i])
-		if k != "" {
+		if ix.keys[i] != "" {
+			k := squashHash(ix.keys[i])
 			ix.sq[k] = append(ix.sq[k], i)
 		}
 		ix.coll[i] = collapseWS(l)
@@ -252,11 +252,10 @@ func (ix *index) fuzzy(pat []string, q query) (match, *miss) {
 	}
 	votes := map[int]int{}
 	for i, l := range pat {
-		k := squash(strings.TrimSpace(l))
-		if k == "" {
+		if isBlank(l) {
 			continue
 		}
-		ps := ix.sq[k]
+		ps := ix.sq[squashHash(l)]
 		if len(ps) > 256 {
 			continue // too common to say where the block is
 		}
@@ -564,4 +563,19 @@ func unevenOnlyInContent(pat, file []string, fs style) bool {
 		}
 	}
 	return true
+}
+
+// squashHash is an FNV-1a hash of a line without its whitespace; a collision
+// only adds a candidate, which scoring then rejects.
+func squashHash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
+			continue
+		}
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }

@@ -16,6 +16,29 @@ type fence struct {
 	open, close int // line indexes; close == len(lines) when unclosed
 	info        string
 	body        []string
+	src         *source
+}
+
+// source is the normalized response with line start offsets, so block
+// bodies are sliced from it instead of joined line by line.
+type source struct {
+	text string
+	offs []int // offs[i] is where line i starts; offs[len(lines)] == len(text)+1
+}
+
+// sub returns body lines [i, j) of f as text, each ending in a newline.
+func (f fence) sub(i, j int) string {
+	if i >= j {
+		return ""
+	}
+	if f.src == nil {
+		return joinLines(f.body[i:j])
+	}
+	a, b := f.src.offs[f.open+1+i], f.src.offs[f.open+1+j]
+	if b > len(f.src.text) {
+		return f.src.text[a:] + "\n"
+	}
+	return f.src.text[a:b]
 }
 
 func fenceOpen(l string) (byte, int, string, bool) {
@@ -179,7 +202,14 @@ func Parse(text string) (*Response, error) {
 		text = strings.ReplaceAll(text, "\r\n", "\n")
 	}
 	lines := strings.Split(text, "\n")
+	src := &source{text: text, offs: make([]int, len(lines)+1)}
+	for i, l := range lines {
+		src.offs[i+1] = src.offs[i] + len(l) + 1
+	}
 	fences := scanFences(lines)
+	for i := range fences {
+		fences[i].src = src
+	}
 	resp := &Response{}
 
 	// Control block: the last ```yaml block without a file header, else a bare tail.
@@ -289,8 +319,7 @@ func (r *Response) blockOps(f fence) {
 	}
 	_ = lang
 	p = cleanPath(p)
-	body := strings.Join(f.body, "\n")
-	if deleteRe.MatchString(strings.TrimSpace(body)) {
+	if isDeleteBody(f.body) {
 		r.Operations = append(r.Operations, Operation{Kind: OpDelete, Path: p})
 		return
 	}
@@ -309,10 +338,10 @@ func (r *Response) blockOps(f fence) {
 			return
 		}
 	case Replace:
-		r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: Replace, Content: replaceContent(f.body, p)})
+		r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: Replace, Content: replaceContent(f, p)})
 		return
 	}
-	r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: st, Content: joinLines(f.body)})
+	r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: st, Content: f.sub(0, len(f.body))})
 }
 
 func joinLines(ls []string) string {
@@ -322,11 +351,31 @@ func joinLines(ls []string) string {
 	return strings.Join(ls, "\n") + "\n"
 }
 
+// isDeleteBody is true for a body that is only the delete marker.
+func isDeleteBody(body []string) bool {
+	var t string
+	for _, l := range body {
+		if isBlank(l) {
+			continue
+		}
+		if t != "" {
+			return false
+		}
+		t = strings.TrimSpace(l)
+	}
+	return t != "" && deleteRe.MatchString(t)
+}
+
 // replaceContent keeps only the text between // START and // END and drops a
 // first line that merely repeats the path as a comment.
-func replaceContent(body []string, p string) string {
+func replaceContent(f fence, p string) string {
+	body := f.body
 	s, e := -1, -1
 	for i, l := range body {
+		// Cheap test first: the regexps only run on lines that could be markers.
+		if !strings.Contains(l, "START") && !strings.Contains(l, "END") {
+			continue
+		}
 		t := strings.TrimSpace(l)
 		if s < 0 && startRe.MatchString(t) {
 			s = i
@@ -335,20 +384,21 @@ func replaceContent(body []string, p string) string {
 		}
 	}
 	if s >= 0 && e > s {
-		body = body[s+1 : e]
-	} else if len(body) > 0 {
+		return f.sub(s+1, e)
+	}
+	if len(body) > 0 {
 		first := strings.TrimSpace(body[0])
 		for _, tok := range commentTokens {
 			if strings.HasPrefix(first, tok) {
 				rest := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(first[len(tok):]), "-->"), "*/"))
 				if rest != "" && cleanPath(strings.Trim(rest, `"'`)) == p {
-					body = body[1:]
+					return f.sub(1, len(body))
 				}
 				break
 			}
 		}
 	}
-	return joinLines(body)
+	return f.sub(0, len(body))
 }
 
 func (r *Response) renameOps(f fence) {
