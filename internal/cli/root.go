@@ -84,7 +84,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetVersionTemplate("relay {{.Version}}\n")
-	root.Flags().BoolVar(&initFlag, "init", false, "same as `relay init`")
+	root.Flags().BoolVar(&initFlag, "init", false, "same as relay init")
 	root.Flags().BoolVar(&forceFlag, "force", false, "with --init: overwrite an existing config")
 	_ = root.Flags().MarkHidden("force")
 
@@ -105,11 +105,39 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdGit(f, nil))
 	root.AddCommand(newCmdPatch(f, nil))
 
+	groupCommands(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return WithHint(UsageError(err), c.CommandPath()+" --help")
 	})
 	wrapArgsAsUsage(root)
 	return root
+}
+
+// commandGroups sorts `relay --help` by the three jobs; commands not listed
+// stay under "Additional Commands".
+var commandGroups = []struct {
+	id, title string
+	commands  []string
+}{
+	{"apply", "Apply LLM answers (relaycode):", []string{"init", "prompt", "watch", "apply", "patch", "log", "revert", "git"}},
+	{"ask", "Ask another agent (phone a friend):", []string{"ask", "backends"}},
+	{"memory", "Agent memory (the relay daemon):", []string{"up", "down", "status", "thread", "runs", "show", "tail", "open", "state", "artifact", "cap", "stats", "report", "export", "import"}},
+	{"setup", "Setup and diagnostics:", []string{"doctor", "config", "version"}},
+}
+
+func groupCommands(root *cobra.Command) {
+	group := map[string]string{}
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, name := range g.commands {
+			group[name] = g.id
+		}
+	}
+	for _, c := range root.Commands() {
+		if id, ok := group[c.Name()]; ok {
+			c.GroupID = id
+		}
+	}
 }
 
 // wrapArgsAsUsage makes argument-count errors exit 2 with a help hint, like
