@@ -44,6 +44,7 @@ func doctorChecks() []doctorCheck {
 	checks = append(checks, coreDoctorChecks()...)
 	checks = append(checks, askDoctorChecks()...)
 	checks = append(checks, memoryDoctorChecks()...)
+	checks = append(checks, capDoctorChecks()...)
 	checks = append(checks, uiDoctorChecks()...)
 	checks = append(checks, clipboardDoctorChecks()...)
 	return checks
