@@ -199,3 +199,33 @@ func TestApplyFuzzyThreshold(t *testing.T) {
 		t.Error("threshold 0.99 must refuse a 95% match")
 	}
 }
+
+func TestSearchReplaceMarkerVariants(t *testing.T) {
+	orig := "a\nb\nc\n"
+	for _, body := range []string{
+		"  <<<<<<< SEARCH  \nb\n  =======\nB\n  >>>>>>> REPLACE\n",
+		"<<<<<<<<< SEARCH\nb\n=========\nB\n>>>>>>>>> REPLACE\n",
+		"------- SEARCH\nb\n=======\nB\n+++++++ REPLACE\n",
+		"<<<<<<< SEARCH>\n:start_line:2\n-------\nb\n=======\nB\n>>>>>>> REPLACE\n",
+		"<<<<<<< SEARCH\n2 | b\n=======\n2 | B\n>>>>>>> REPLACE\n",
+		"file.txt\n<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>> REPLACE\n",
+	} {
+		res, err := Apply(orig, true, MultiSearchReplace, body, Options{})
+		if err != nil || res.Content != "a\nB\nc\n" {
+			t.Errorf("%q: got %q, %v", body, res.Content, err)
+		}
+	}
+	// Escaped markers are content.
+	res, err := Apply("x\n", true, MultiSearchReplace, "<<<<<<< SEARCH\nx\n=======\n\\=======\n>>>>>>> REPLACE\n", Options{})
+	if err != nil || res.Content != "=======\n" {
+		t.Errorf("escaped separator: %q, %v", res.Content, err)
+	}
+}
+
+func TestSequentialBlocks(t *testing.T) {
+	// Block 2 searches text that block 1 produced.
+	res, err := Apply("a\nb\n", true, MultiSearchReplace, sr([2]string{"a\n", "x\n"}, [2]string{"x\nb\n", "y\n"}), Options{})
+	if err != nil || res.Content != "y\n" {
+		t.Fatalf("got %q, %v", res.Content, err)
+	}
+}

@@ -61,12 +61,14 @@ func (en *engine) run(edits []edit) (Result, error) {
 	var ok []placed
 	var fails []BlockFailure
 	var retry []edit
+	firstFail := map[int]BlockFailure{} // a retried block that fails again is reported against the original
 	cursor, drift, prevEnd := 0, 0, -1
 	for _, e := range edits {
 		ps, f := en.place(ix, e, cursor, drift, prevEnd)
 		if f != nil {
 			if en.seqOK && !f.AlreadyApplied {
 				retry = append(retry, e)
+				firstFail[e.idx] = *f
 				continue
 			}
 			fails = append(fails, *f)
@@ -120,6 +122,9 @@ func (en *engine) run(edits []edit) (Result, error) {
 			}
 			ps, f := sub.place(newIndex(lines), e, 0, 0, -1)
 			if f != nil {
+				if ff, ok := firstFail[e.idx]; ok && !f.AlreadyApplied {
+					f = &ff
+				}
 				fails = append(fails, *f)
 				continue
 			}
