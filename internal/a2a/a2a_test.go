@@ -239,3 +239,13 @@ func FuzzDecodeValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestNewRequest(t *testing.T) {
+	e, err := NewRequest(tid, "agent-a", "retrieval.search", map[string]any{"query": "x"}, "k", 60)
+	if err != nil || e.Schema != SchemaID || e.MsgID == "" || string(e.Payload) != `{"query":"x"}` {
+		t.Fatalf("%+v %v", e, err)
+	}
+	if _, err := NewRequest(tid, "agent-a", "retrieval.search", map[string]any{"doc": strings.Repeat("x", 5000)}, "", 60); err == nil {
+		t.Fatal("big inline content accepted")
+	}
+}

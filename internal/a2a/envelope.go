@@ -234,3 +234,20 @@ func checkNotes(v any, path string, lim Limits) error {
 	}
 	return nil
 }
+
+// NewRequest builds a valid request envelope for Go callers: a fresh msg_id, the idempotency
+// key (pass "" for none), the current time and ttl in seconds.
+func NewRequest(threadID, from, capability string, payload any, idempotencyKey string, ttl int) (*Envelope, error) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("encode payload: %w", err)
+	}
+	e := &Envelope{
+		MsgID: uuid.NewString(), ThreadID: threadID, From: from, ToCapability: capability, Type: "request",
+		Schema: SchemaID, Payload: b, IdempotencyKey: idempotencyKey, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), TTL: ttl,
+	}
+	if err := Validate(e, Limits{}, time.Now()); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
