@@ -367,3 +367,35 @@ func TestConcurrentPatchesWithBaseVersions(t *testing.T) {
 		t.Errorf("facts %d, accepted %d, conflicts %d, version %d", len(doc.Facts), len(accepted), conflicts, st.Version)
 	}
 }
+
+func TestMirrorRepairedAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s := openTest(t, home)
+	th, _ := s.CreateThread(ctx, CreateThreadParams{Name: "m"})
+	for i := 2; i <= 5; i++ {
+		if _, err := s.PatchState(ctx, th.ID, factPatch(i), 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	dir := filepath.Join(home, "threads", th.ID)
+	// Simulate a crash between commit and mirror: lose two lines plus half of a third, and
+	// the state file.
+	b, _ := os.ReadFile(filepath.Join(dir, "events.log"))
+	lines := strings.SplitAfter(string(b), "\n")
+	cut := strings.Join(lines[:2], "") + lines[2][:10]
+	os.WriteFile(filepath.Join(dir, "events.log"), []byte(cut), 0o600)
+	os.Remove(filepath.Join(dir, "state.json"))
+
+	s2 := openTest(t, home)
+	<-s2.repairDone
+	s2.Close() // flushes the state mirror
+	got, _ := os.ReadFile(filepath.Join(dir, "events.log"))
+	if diff := cmp.Diff(string(b), string(got)); diff != "" {
+		t.Errorf("events.log not repaired (-want +got):\n%s", diff)
+	}
+	if v := stateFileVersion(filepath.Join(dir, "state.json")); v != 5 {
+		t.Errorf("state.json at version %d, want 5", v)
+	}
+}

@@ -50,6 +50,9 @@ type SQLite struct {
 	cache      map[string]*cached // latest state per thread
 	cacheBytes int
 	closed     atomic.Bool
+
+	stopRepair func()
+	repairDone chan struct{}
 }
 
 // cached is an immutable snapshot of a thread's latest state; replaced, never mutated
@@ -122,6 +125,13 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		s.Close()
 		return nil, err
 	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s.stopRepair = cancel
+	s.repairDone = make(chan struct{})
+	go func() {
+		defer close(s.repairDone)
+		s.repairMirror(rctx)
+	}()
 	return s, nil
 }
 
@@ -195,6 +205,10 @@ func (s *SQLite) Forget(threadID string) {
 func (s *SQLite) Close() error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if s.stopRepair != nil {
+		s.stopRepair()
+		<-s.repairDone
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
