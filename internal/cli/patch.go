@@ -96,8 +96,18 @@ func patchRun(opts *PatchOptions) error {
 	if s, ok := patch.ParseStrategy(opts.Strategy); ok {
 		st = s
 	}
-	// A patch pasted with its markdown fence still works.
-	if inner, fenced, ok := patch.Unfence(body); ok {
+	// A whole LLM response works too: use its block for FILE.
+	if resp, perr := patch.Parse(body); perr == nil {
+		op, err := opForFile(resp, opts.File)
+		if err != nil {
+			return err
+		}
+		body = op.Content
+		if st == "" {
+			st = op.Strategy
+		}
+	} else if inner, fenced, ok := patch.Unfence(body); ok {
+		// A patch pasted with its markdown fence still works.
 		body = inner
 		if st == "" {
 			st = fenced
@@ -348,4 +358,28 @@ func writeFileAtomic(p, content string, mode os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// opForFile picks the one write operation of a response whose path is file
+// (or a path file ends with, when relay patch runs from a parent directory).
+func opForFile(resp *patch.Response, file string) (patch.Operation, error) {
+	want := filepath.ToSlash(filepath.Clean(file))
+	var paths []string
+	var found []patch.Operation
+	for _, op := range resp.Operations {
+		if op.Kind != patch.OpWrite {
+			continue
+		}
+		paths = append(paths, op.Path)
+		if op.Path == want || strings.HasSuffix(want, "/"+op.Path) {
+			found = append(found, op)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return patch.Operation{}, WithHint(Usagef("the response has no block that writes %s (it writes: %s)", file, strings.Join(paths, ", ")), "apply the whole response with: relay apply FILE")
+	}
+	return patch.Operation{}, WithHint(Usagef("the response has %d blocks for %s; relay patch applies one", len(found), file), "apply the whole response with: relay apply FILE")
 }
