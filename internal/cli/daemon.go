@@ -153,7 +153,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	child := exec.Command(exe, args...)
 	child.Stdin = nil // /dev/null: a daemon never reads the terminal
 	child.Stdout, child.Stderr = logf, logf
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survive the terminal closing
+	child.SysProcAttr = detached()
 	if err := child.Start(); err != nil {
 		return fmt.Errorf("start the daemon: %w", err)
 	}
@@ -280,7 +280,7 @@ func downRun(ctx context.Context, opts *DownOptions) error {
 		fmt.Fprintln(opts.F.IO.ErrOut, "relay daemon is not running")
 		return nil
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := terminate(pid); err != nil {
 		return fmt.Errorf("stop the daemon (pid %d): %w", pid, err)
 	}
 	deadline := time.Now().Add(opts.Wait)
