@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -23,14 +24,14 @@ const Name = "retrieval.search"
 // MaxIndexedBytes caps the text indexed per artifact; the rest is still stored, just not searchable.
 const MaxIndexedBytes = 4 << 20
 
-// Schema is the FTS5 table. The thread is also an indexed one-token column (tid) so the
-// thread filter is a doclist intersection inside MATCH instead of a row lookup per match;
+// Schema is the FTS5 table. Thread and type are also indexed token columns (tid, ty) so
+// their filters are doclist intersections inside MATCH instead of a row lookup per match;
 // ref/thread_id/type ride along unindexed. The prefix index makes "abc*" cheap.
 const Schema = `
 CREATE VIRTUAL TABLE IF NOT EXISTS artifact_fts USING fts5(
-	name, body, tid, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
+	name, body, tid, ty, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
 	tokenize = 'porter unicode61 remove_diacritics 2',
-	prefix = '2 3 4'
+	prefix = '3 4'
 );
 `
 
@@ -66,7 +67,7 @@ func Index(ctx context.Context, tx *sql.Tx, threadID, ref, typ, name string, con
 			body = tagRE.ReplaceAllString(body, " ")
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(name, body, tid, ref, thread_id, type) VALUES (?,?,?,?,?,?)`, name, body, threadToken(threadID), ref, threadID, typ)
+	_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(name, body, tid, ty, ref, thread_id, type) VALUES (?,?,?,?,?,?,?)`, name, body, threadToken(threadID), typ, ref, threadID, typ)
 	if err != nil {
 		return fmt.Errorf("index artifact %s: %w", ref, err)
 	}
@@ -89,6 +90,9 @@ type Hit struct {
 	Snippet string  `json:"snippet"`
 }
 
+// MaxRanked bounds how many matches bm25 ranks per query (the newest ones).
+var MaxRanked = 1000
+
 // Highlight markers around matched terms in snippets.
 const (
 	HighlightOpen  = "**"
@@ -105,23 +109,33 @@ func Search(ctx context.Context, db *sql.DB, threadID string, q Query) ([]Hit, e
 	if limit <= 0 {
 		limit = 10
 	}
-	var sb strings.Builder
-	match = "tid:" + threadToken(threadID) + " AND {name body}: (" + match + ")"
-	args := []any{match}
-	// Rank first and compute snippets only for the winners: in one query SQLite would build
-	// a snippet for every match before sorting, which dominates the cost on common terms.
-	// bm25 weights: a hit in the name counts double a hit in the body.
-	sb.WriteString(`SELECT rowid, ref, name, type, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
-		FROM artifact_fts WHERE artifact_fts MATCH ?`)
+	filter := "tid:" + threadToken(threadID)
 	if len(q.Types) > 0 {
-		sb.WriteString(` AND type IN (?` + strings.Repeat(",?", len(q.Types)-1) + `)`)
-		for _, t := range q.Types {
-			args = append(args, t)
+		ts := make([]string, len(q.Types))
+		for i, t := range q.Types {
+			ts[i] = `"` + strings.Join(tokens(t), " ") + `"`
 		}
+		filter += " AND ty:(" + strings.Join(ts, " OR ") + ")"
 	}
-	sb.WriteString(` ORDER BY score LIMIT ?`)
+	match = filter + " AND {name body}: (" + match + ")"
+	// bm25 costs ~10 µs per matching row in pure-Go SQLite, so a term found in most of a
+	// huge thread would take seconds; past MaxRanked matches only the newest MaxRanked
+	// are ranked (agents mostly want recent artifacts, and such terms carry little idf).
+	query := `SELECT rowid, ref, name, type, bm25(artifact_fts, 2.0, 1.0, 0.0, 0.0) AS score
+		FROM artifact_fts WHERE artifact_fts MATCH ?`
+	args := []any{match}
+	var floor int64
+	err = db.QueryRowContext(ctx, `SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`, match, MaxRanked-1).Scan(&floor)
+	switch {
+	case err == nil:
+		query += ` AND rowid >= ?`
+		args = append(args, floor)
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	query += ` ORDER BY score LIMIT ?`
 	args = append(args, limit)
-	rows, err := db.QueryContext(ctx, sb.String(), args...)
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -161,7 +162,7 @@ func FuzzBuildMatch(f *testing.F) {
 	if _, err := db.Exec(Schema); err != nil {
 		f.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, tid, ref, thread_id, type) VALUES ('n','hello relay world','t1','r','t','text')`); err != nil {
+	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, tid, ty, ref, thread_id, type) VALUES ('n','hello relay world','t1','text','r','t','text')`); err != nil {
 		f.Fatal(err)
 	}
 	for _, s := range []string{"hello", `"hello world"`, "rel*", "a OR b", `NEAR(a b)`, `a AND OR NOT ("`, "*", `"unterminated`, "col:val", "^start", "-x +y", "é ñ 中文"} {
@@ -183,4 +184,33 @@ func FuzzBuildMatch(f *testing.F) {
 		}
 		rows.Close()
 	})
+}
+
+func TestRankingCapKeepsNewest(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	put(t, st, tid, "old.md", "markdown", "kiwi kiwi kiwi kiwi kiwi")
+	for i := range 4 {
+		put(t, st, tid, fmt.Sprintf("new%d.md", i), "tool_output", fmt.Sprintf("kiwi and other words %d", i))
+	}
+	hits, err := Search(ctx, st.ReadDB(), tid, Query{Query: "kiwi"})
+	if err != nil || len(hits) != 5 || hits[0].Name != "old.md" {
+		t.Fatalf("uncapped: %v %v", refs(hits), err)
+	}
+	defer func(n int) { MaxRanked = n }(MaxRanked)
+	MaxRanked = 3
+	hits, err = Search(ctx, st.ReadDB(), tid, Query{Query: "kiwi"})
+	if err != nil || len(hits) != 3 {
+		t.Fatalf("capped: %v %v", refs(hits), err)
+	}
+	for _, h := range hits {
+		if h.Name == "old.md" || h.Name == "new0.md" {
+			t.Fatalf("capped ranking included an old match: %v", refs(hits))
+		}
+	}
+	hits, err = Search(ctx, st.ReadDB(), tid, Query{Query: "kiwi", Types: []string{"tool_output"}})
+	if err != nil || len(hits) != 3 || hits[0].Type != "tool_output" {
+		t.Fatalf("type filter: %v %v", refs(hits), err)
+	}
 }
