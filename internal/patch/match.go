@@ -465,6 +465,11 @@ func levenshtein(a, b string) int {
 	if len(a) < len(b) {
 		a, b = b, a
 	}
+	// Two long lines that differ throughout (minified code) are simply different;
+	// the quadratic table would take seconds.
+	if len(a)*len(b) > 4_000_000 {
+		return len(a)
+	}
 	row := make([]int, len(b)+1)
 	for j := range row {
 		row[j] = j

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/google/uuid"
@@ -60,9 +61,12 @@ func fenceOpen(l string) (byte, int, string, bool) {
 
 // findClose returns the closing fence line. With nested, an inner fence that
 // opens with a language (```bash inside a README) must be closed first.
-func findClose(lines []string, from int, c byte, n int, nested bool) int {
+// fl lists the lines that start with a fence character, so scans skip the rest.
+func findClose(lines []string, fl []int, from int, c byte, n int, nested bool) int {
 	depth := 0
-	for i := from; i < len(lines); i++ {
+	k := sort.SearchInts(fl, from)
+	for ; k < len(fl); k++ {
+		i := fl[k]
 		t := strings.TrimLeft(lines[i], " \t")
 		if len(t) < n || t[0] != c {
 			continue
@@ -88,22 +92,36 @@ func findClose(lines []string, from int, c byte, n int, nested bool) int {
 	return -1
 }
 
+// fenceLines lists the lines that could open or close a fence.
+func fenceLines(lines []string) []int {
+	var fl []int
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " \t")
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fl = append(fl, i)
+		}
+	}
+	return fl
+}
+
 func scanFences(lines []string) []fence {
 	var out []fence
-	for i := 0; i < len(lines); i++ {
+	fl := fenceLines(lines)
+	for k := 0; k < len(fl); k++ {
+		i := fl[k]
 		c, n, info, ok := fenceOpen(lines[i])
 		if !ok {
 			continue
 		}
-		j := findClose(lines, i+1, c, n, true)
+		j := findClose(lines, fl, i+1, c, n, true)
 		if j < 0 {
-			j = findClose(lines, i+1, c, n, false)
+			j = findClose(lines, fl, i+1, c, n, false)
 		}
 		if j < 0 {
 			j = len(lines)
 		}
 		out = append(out, fence{open: i, close: j, info: info, body: lines[i+1 : j]})
-		i = j
+		k = sort.SearchInts(fl, j+1) - 1
 	}
 	return out
 }
@@ -600,9 +618,10 @@ func Unfence(text string) (body string, st Strategy, ok bool) {
 	if !isFence {
 		return "", "", false
 	}
-	end := findClose(lines, first+1, c, n, true)
+	fl := fenceLines(lines)
+	end := findClose(lines, fl, first+1, c, n, true)
 	if end < 0 {
-		end = findClose(lines, first+1, c, n, false)
+		end = findClose(lines, fl, first+1, c, n, false)
 	}
 	if end < 0 {
 		return "", "", false

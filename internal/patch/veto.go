@@ -135,7 +135,7 @@ func vetoLine(a, b []token) string {
 // typoClose allows about one slip per five characters (transpositions count
 // once) in words of four or more letters; digits must match (x1 is not x2).
 func typoClose(a, b string) bool {
-	if min(len(a), len(b)) < 4 || digitsOf(a) != digitsOf(b) {
+	if min(len(a), len(b)) < 4 || max(len(a), len(b)) > 64 || digitsOf(a) != digitsOf(b) {
 		return false
 	}
 	return osa(a, b) <= max(1, min(len(a), len(b))/5)
