@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,15 +59,19 @@ func (o Options) withDefaults() Options {
 // the null device), stdout and stderr captured apart, process-group kill when
 // ctx ends.
 func ProcessRunner(ctx context.Context, inv Invocation) (Output, error) {
-	var stdout, stderr bytes.Buffer
+	stdout := &capBuffer{max: maxStdout}
+	stderr := &capBuffer{max: maxStderr, keepTail: true}
 	c := run.Command(ctx, inv.Path, inv.Args...)
 	c.Dir, c.Env = inv.Dir, inv.Env
 	if inv.Stdin != "" {
 		c.Stdin = strings.NewReader(inv.Stdin)
 	}
-	c.Stdout, c.Stderr = &stdout, &stderr
+	c.Stdout, c.Stderr = stdout, stderr
 	err := c.Run()
 	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	if stdout.dropped > 0 && err == nil {
+		return out, &tooMuchOutput{maxStdout}
+	}
 	if err == nil {
 		return out, nil
 	}
@@ -151,6 +154,11 @@ func (b *cliBackend) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		if ctx.Err() != nil && !out.TimedOut {
 			return Result{}, &Error{Backend: b.Name(), Message: b.spec.label() + " was cancelled", Hint: "run the command again"}
+		}
+		var tm *tooMuchOutput
+		if errors.As(err, &tm) {
+			return Result{}, &Error{Backend: b.Name(), Message: b.spec.label() + " " + err.Error(),
+				Hint: "ask for a shorter answer; relay keeps only that much of a friend's output"}
 		}
 		return Result{}, &Error{Backend: b.Name(), Message: fmt.Sprintf("Failed starting %s: %v", b.spec.exe(), err),
 			Hint: "check that " + inv.Path + " is executable: " + b.InstallHint()}
@@ -253,3 +261,40 @@ func specificHint(name string, code int, lower string) string {
 	}
 	return ""
 }
+
+// Output caps: an answer is text, so 64 MiB of stdout means something is
+// wrong; stderr only feeds error messages, so its last 1 MiB is enough.
+// Variables so tests can lower them.
+var (
+	maxStdout = 64 << 20
+	maxStderr = 1 << 20
+)
+
+type tooMuchOutput struct{ max int }
+
+func (e *tooMuchOutput) Error() string {
+	return fmt.Sprintf("printed more than %d bytes on stdout", e.max)
+}
+
+// capBuffer keeps at most max bytes: the head (stdout) or the tail (stderr).
+type capBuffer struct {
+	max      int
+	keepTail bool
+	buf      []byte
+	dropped  int
+}
+
+func (b *capBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.dropped += over
+		if b.keepTail {
+			b.buf = append(b.buf[:0:0], b.buf[over:]...)
+		} else {
+			b.buf = b.buf[:b.max]
+		}
+	}
+	return len(p), nil
+}
+
+func (b *capBuffer) Bytes() []byte { return b.buf }

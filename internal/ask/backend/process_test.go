@@ -5,6 +5,7 @@ package backend
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,4 +110,27 @@ func zombie(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(stat), ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+func TestProcessOutputCaps(t *testing.T) {
+	defer func(o, e int) { maxStdout, maxStderr = o, e }(maxStdout, maxStderr)
+	maxStdout, maxStderr = 1<<20, 64<<10
+	// too much stdout is refused with a clear message; stderr keeps its tail
+	fake := writeFake(t, "codex", "head -c 2000000 /dev/zero | tr '\\0' x; head -c 200000 /dev/zero | tr '\\0' e >&2; echo END >&2\n")
+	out, err := ProcessRunner(context.Background(), Invocation{Path: fake})
+	var tm *tooMuchOutput
+	if !errors.As(err, &tm) || len(out.Stdout) != maxStdout {
+		t.Fatalf("err %v, kept %d bytes of stdout", err, len(out.Stdout))
+	}
+	if len(out.Stderr) != maxStderr || !strings.HasSuffix(string(out.Stderr), "END\n") {
+		t.Fatalf("stderr kept %d bytes, tail %q", len(out.Stderr), out.Stderr[len(out.Stderr)-5:])
+	}
+	b, _ := New("codex", Options{LookPath: func(string) (string, error) { return fake, nil }})
+	req := baseReq(ReadOnly, "")
+	req.Repo, req.Timeout = t.TempDir(), 60*time.Second
+	_, err = b.Run(context.Background(), req)
+	var be *Error
+	if !asError(err, &be) || be.Message != "codex exec printed more than 1048576 bytes on stdout" {
+		t.Fatalf("err = %v", err)
+	}
 }
