@@ -42,8 +42,9 @@ anything else is reported in one line and ignored. What was on the clipboard
 before watch started is not applied.
 
 Clipboard: clipboard.readCommand from the config, else wl-paste --watch on
-Wayland (no polling), xclip or xsel on X11 and pbpaste on macOS (polled every
-watcher.clipboardPollInterval ms), powershell.exe on Windows and WSL.
+Wayland, xclip or xsel on X11 (read when XFixes reports a clipboard change),
+pbpaste on macOS, powershell.exe on Windows and WSL. Without change events the
+clipboard is polled every watcher.clipboardPollInterval ms.
 relay doctor shows which one is in use. The config is reloaded when it changes
 (core.watchConfig). Ctrl-C finishes or rolls back the current transaction,
 then exits.`,
@@ -106,7 +107,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 		}
 		interval := time.Duration(cfg.Watcher.ClipboardPollInterval) * time.Millisecond
 		how := fmt.Sprintf("polling every %d ms", cfg.Watcher.ClipboardPollInterval)
-		if len(tool.Watch) > 0 {
+		if len(tool.Watch) > 0 || tool.Notify != nil {
 			how = "change events, no polling"
 		}
 		fmt.Fprintf(ios.ErrOut, "Watching the clipboard with %s (%s). Copy an LLM response to apply it; Ctrl-C to stop.\n", tool.Name, how)
@@ -259,6 +260,8 @@ func checkClipboard(ctx context.Context, f *Factory) checkResult {
 	mode := "polled"
 	if len(tool.Watch) > 0 {
 		mode = "change events"
+	} else if tool.Notify != nil {
+		mode = "X11 XFixes change events, polling if unavailable"
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/relaydev/relay/internal/run"
 )
@@ -27,6 +28,9 @@ type Tool struct {
 	// Watch, when set, is a command that prints one line per clipboard
 	// change (wl-paste --watch), so no polling is needed.
 	Watch []string
+	// Notify, when set, calls changed on every clipboard change until ctx
+	// ends (X11 XFixes events); like Watch it replaces polling.
+	Notify func(ctx context.Context, changed func()) error
 	// Why says how it was chosen.
 	Why string
 }
@@ -49,6 +53,9 @@ func isWSL() bool {
 	b, err := os.ReadFile("/proc/version")
 	return err == nil && bytes.Contains(bytes.ToLower(b), []byte("microsoft"))
 }
+
+// readTimeout bounds one clipboard read.
+const readTimeout = 5 * time.Second
 
 // NotAvailableError says no clipboard tool could be used, and how to get one.
 type NotAvailableError struct {
@@ -85,11 +92,13 @@ func Detect(env Env, readCommand string) (*Tool, error) {
 		tried = append(tried, "WAYLAND_DISPLAY is set but wl-paste is not installed (package wl-clipboard)")
 	}
 	if env.Getenv("DISPLAY") != "" {
+		display := env.Getenv("DISPLAY")
+		notify := func(ctx context.Context, changed func()) error { return watchX11(ctx, display, changed) }
 		if has("xclip") {
-			return &Tool{Name: "xclip", Read: []string{"xclip", "-selection", "clipboard", "-o"}, Why: "DISPLAY is set"}, nil
+			return &Tool{Name: "xclip", Read: []string{"xclip", "-selection", "clipboard", "-o"}, Notify: notify, Why: "DISPLAY is set"}, nil
 		}
 		if has("xsel") {
-			return &Tool{Name: "xsel", Read: []string{"xsel", "--clipboard", "--output"}, Why: "DISPLAY is set"}, nil
+			return &Tool{Name: "xsel", Read: []string{"xsel", "--clipboard", "--output"}, Notify: notify, Why: "DISPLAY is set"}, nil
 		}
 		tried = append(tried, "DISPLAY is set but neither xclip nor xsel is installed")
 	}
@@ -127,6 +136,9 @@ func installHint(env Env) string {
 // ReadWith runs the tool once and returns the clipboard text. An empty
 // clipboard reads as "" (xclip and wl-paste fail on it).
 func ReadWith(ctx context.Context, t *Tool) (string, error) {
+	// A clipboard owner that never answers must not freeze relay watch.
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	c := run.Command(ctx, t.Read[0], t.Read[1:]...)
 	out, err := c.Output()
 	if err != nil {

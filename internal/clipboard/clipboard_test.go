@@ -174,3 +174,33 @@ func TestReadWithEmptyXclip(t *testing.T) {
 		t.Errorf("error = %v, want the tool's stderr", err)
 	}
 }
+
+func TestWatchFallsBackToPollingWhenEventsFail(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "clip")
+	if err := os.WriteFile(file, []byte("start"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tool := &Tool{
+		Name:   "fake-x11",
+		Read:   []string{"cat", file},
+		Notify: func(context.Context, func()) error { return errors.New("the X server has no XFIXES extension") },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &collector{}
+	done := make(chan error)
+	go func() { done <- Watch(ctx, tool, 10*time.Millisecond, c.change, c.err) }()
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.errs) == 1 }, c)
+	if err := os.WriteFile(file+".tmp", []byte("after"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".tmp", file); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(c.snapshot()) == 1 }, c)
+	cancel()
+	<-done
+	if !strings.Contains(c.errs[0], "polling every 10ms instead") || c.snapshot()[0] != "after" {
+		t.Errorf("errs %q changes %q", c.errs, c.snapshot())
+	}
+}

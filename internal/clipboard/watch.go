@@ -3,7 +3,7 @@ package clipboard
 import (
 	"bufio"
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -13,21 +13,27 @@ import (
 // Watch calls onChange with every new clipboard text until ctx is done. The
 // text already on the clipboard when Watch starts is not reported. Read
 // errors go to onError (repeats of the same error are dropped) and watching
-// goes on. With a Watch command (wl-paste --watch) the clipboard is read only
-// when it changes; otherwise it is polled every interval.
+// goes on. With change events (wl-paste --watch, X11 XFixes) the clipboard is
+// read only when it changes; otherwise, or when the events stop, it is
+// polled every interval.
 func Watch(ctx context.Context, t *Tool, interval time.Duration, onChange func(string), onError func(error)) error {
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
 	w := &watcher{t: t, onChange: onChange, onError: onError}
 	w.last, _ = w.read(ctx)
-	if len(t.Watch) > 0 {
-		err := w.events(ctx)
+	if t.Notify != nil || len(t.Watch) > 0 {
+		var err error
+		if t.Notify != nil {
+			err = t.Notify(ctx, func() { w.check(ctx) })
+		} else {
+			err = w.events(ctx)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		// The event source died (compositor restart, …): keep going by polling.
-		w.report(errors.Join(errors.New("clipboard change events stopped; polling instead"), err))
-	}
-	if interval <= 0 {
-		interval = 2 * time.Second
+		// The event source failed or died (no XFixes, compositor restart, …): keep going by polling.
+		w.report(fmt.Errorf("clipboard change events unavailable (%v); polling every %s instead", err, interval))
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

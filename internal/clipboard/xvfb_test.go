@@ -38,8 +38,10 @@ func TestWatchRealX11(t *testing.T) {
 	display := startXvfb(t)
 	for _, name := range []string{"xclip", "xsel"} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := exec.LookPath(name); err != nil {
-				t.Skipf("%s not installed", name)
+			for _, tool := range []string{name, "xclip"} {
+				if _, err := exec.LookPath(tool); err != nil {
+					t.Skipf("%s not installed", tool)
+				}
 			}
 			t.Setenv("DISPLAY", display)
 			t.Setenv("WAYLAND_DISPLAY", "")
@@ -52,6 +54,19 @@ func TestWatchRealX11(t *testing.T) {
 				c.Stdin = strings.NewReader(s)
 				if err := c.Run(); err != nil {
 					t.Fatalf("put: %v", err)
+				}
+				// xsel hands the selection to a forked child: wait until it serves the new text.
+				read := &Tool{Name: "xclip", Read: []string{"xclip", "-selection", "clipboard", "-o"}}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					got, _ := ReadWith(context.Background(), read)
+					if got == s {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("clipboard still %q after putting %q", got, s)
+					}
+					time.Sleep(5 * time.Millisecond)
 				}
 			}
 			put("before watch " + name)
@@ -69,7 +84,7 @@ func TestWatchRealX11(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			c := &collector{}
 			done := make(chan error)
-			go func() { done <- Watch(ctx, tool, 20*time.Millisecond, c.change, c.err) }()
+			go func() { done <- Watch(ctx, tool, time.Hour, c.change, c.err) }() // no polling: only XFixes events can deliver
 			time.Sleep(100 * time.Millisecond)
 			put("one")
 			waitFor(t, func() bool { return len(c.snapshot()) == 1 }, c)
@@ -79,6 +94,9 @@ func TestWatchRealX11(t *testing.T) {
 			<-done
 			if got := strings.Join(c.snapshot(), "|"); got != "one|two\nlines" {
 				t.Errorf("changes = %q", got)
+			}
+			if errs := c.errs; len(errs) > 0 {
+				t.Errorf("watch reported errors (XFixes events should work under Xvfb): %q", errs)
 			}
 		})
 	}
