@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,4 +101,24 @@ func TestUIMountedThroughServer(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /threads without token: %d, want 401", res.StatusCode)
 	}
+}
+
+// allowedHost never panics, and whatever it accepts is an IP literal, empty, or a localhost name.
+func FuzzAllowedHost(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:7474", "[::1]:1", "localhost", "a.localhost:1", "evil.example", "", "[", "::1", "1.2.3.4.nip.io"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		if !allowedHost(host) {
+			return
+		}
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		h = strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
+		if h != "" && net.ParseIP(h) == nil && h != "localhost" && !strings.HasSuffix(h, ".localhost") {
+			t.Fatalf("accepted %q", host)
+		}
+	})
 }
