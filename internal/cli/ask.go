@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,8 @@ func newCmdAsk(f *Factory, runF func(*AskOptions) error) *cobra.Command {
 and print its answer. The prompt goes to the friend on stdin inside the same
 envelope as phone-a-friend, under byte limits (context 200,000; diff 300,000;
 whole prompt 500,000) and a recursion guard (PHONE_A_FRIEND_DEPTH).
+PHONE_A_FRIEND_BACKEND, _SANDBOX, _TIMEOUT and _INCLUDE_DIFF (true/1) set
+defaults for flags you do not pass.
 
 Backends: ` + strings.Join(backend.Names(), ", ") + `. --to a,b asks several in parallel.
 Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
@@ -58,6 +61,9 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
   relay ask --to claude --session design --prompt "And what about the error path?"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := askEnvDefaults(cmd, opts, f.Getenv); err != nil {
+				return err
+			}
 			if opts.IncludeDiff && opts.DiffBase != "" {
 				return WithHint(Usagef("use --include-diff or --diff-base, not both"), "relay ask --help")
 			}
@@ -149,6 +155,29 @@ func newCmdAskForget(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// askEnvDefaults applies phone-a-friend's environment overrides to flags the
+// user did not pass, so scripts written for it keep working.
+func askEnvDefaults(cmd *cobra.Command, opts *AskOptions, getenv func(string) string) error {
+	fl := cmd.Flags()
+	if v := strings.TrimSpace(getenv("PHONE_A_FRIEND_BACKEND")); v != "" && !fl.Changed("to") {
+		opts.To = v
+	}
+	if v := strings.TrimSpace(getenv("PHONE_A_FRIEND_SANDBOX")); v != "" && !fl.Changed("sandbox") {
+		opts.Sandbox = v
+	}
+	if v := strings.TrimSpace(getenv("PHONE_A_FRIEND_TIMEOUT")); v != "" && !fl.Changed("timeout") {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return WithHint(Usagef("PHONE_A_FRIEND_TIMEOUT=%q is not a whole number of seconds", v), "unset it or pass --timeout SECONDS")
+		}
+		opts.Timeout = n
+	}
+	if v := strings.ToLower(strings.TrimSpace(getenv("PHONE_A_FRIEND_INCLUDE_DIFF"))); (v == "1" || v == "true") && !fl.Changed("include-diff") && !fl.Changed("diff-base") {
+		opts.IncludeDiff = true
+	}
+	return nil
 }
 
 // askJSON is the stable --json shape; unknown values are left out.
