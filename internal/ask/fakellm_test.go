@@ -18,6 +18,9 @@ import (
 type fakeLLM struct {
 	*httptest.Server
 	Answer string
+	// ShellCmd, when set, makes the first Responses API turn a call of
+	// codex's exec_command tool; the next turn (carrying its output) gets Answer.
+	ShellCmd string
 
 	mu   sync.Mutex
 	reqs []seenRequest
@@ -25,6 +28,7 @@ type fakeLLM struct {
 
 type seenRequest struct {
 	Method, Path string
+	Body         []byte
 	Model        string
 	Stream       bool
 	Text         string // every string in the JSON body, joined: where the envelope shows up
@@ -84,7 +88,7 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 		stream = strings.HasSuffix(path, ":streamGenerateContent")
 	}
 	f.mu.Lock()
-	f.reqs = append(f.reqs, seenRequest{Method: r.Method, Path: path, Model: model, Stream: stream, Text: sb.String()})
+	f.reqs = append(f.reqs, seenRequest{Method: r.Method, Path: path, Body: raw, Model: model, Stream: stream, Text: sb.String()})
 	f.mu.Unlock()
 
 	switch {
@@ -94,6 +98,10 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": "fake-model", "object": "model", "owned_by": "fake"}},
 			"models": []any{map[string]any{"name": "models/gemini-2.5-flash"}}})
 	case strings.HasSuffix(path, "/responses"):
+		if f.ShellCmd != "" && !strings.Contains(string(raw), "function_call_output") {
+			f.shellCall(w)
+			return
+		}
 		f.responses(w, stream)
 	case strings.HasSuffix(path, "/messages/count_tokens"):
 		writeJSON(w, map[string]any{"input_tokens": 42})
@@ -164,6 +172,19 @@ func (f *fakeLLM) responses(w http.ResponseWriter, stream bool) {
 	}
 	s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": msg})
 	s.send("response.completed", map[string]any{"type": "response.completed", "response": done})
+}
+
+func (f *fakeLLM) shellCall(w http.ResponseWriter) {
+	args, _ := json.Marshal(map[string]any{"cmd": f.ShellCmd})
+	item := map[string]any{"type": "function_call", "id": "fc_fake", "call_id": "call_fake", "name": "exec_command",
+		"arguments": string(args), "status": "completed"}
+	s := newSSE(w)
+	s.send("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": "resp_call", "status": "in_progress", "output": []any{}}})
+	added := map[string]any{"type": "function_call", "id": "fc_fake", "call_id": "call_fake", "name": "exec_command", "arguments": ""}
+	s.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": added})
+	s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	s.send("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{"id": "resp_call", "status": "completed",
+		"output": []any{item}, "usage": map[string]any{"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}})
 }
 
 func (f *fakeLLM) anthropic(w http.ResponseWriter, model string, stream bool) {

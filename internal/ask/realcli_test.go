@@ -283,3 +283,82 @@ func costStr(c *float64) string {
 	b, _ := json.Marshal(*c)
 	return string(b)
 }
+
+// TestRealCodexNested: codex (the real CLI) runs `relay ask` itself through
+// its shell tool. The nested relay must refuse: the host guard (codex never
+// phones codex) and the depth guard (PHONE_A_FRIEND_DEPTH=1), both across a
+// real agent, with the refusals reaching the model as the tool's output.
+func TestRealCodexNested(t *testing.T) {
+	if os.Getenv("RELAY_REAL_CLIS") != "1" {
+		t.Skip("set RELAY_REAL_CLIS=1 to run the real friend CLIs")
+	}
+	root := repoRoot(t)
+	bin := os.Getenv("FRIEND_CLIS_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
+	}
+	relay := buildRelay(t, root)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node not on PATH")
+	}
+	srv := newFakeLLM(t, "NESTED-DONE")
+	// codex's shell is a login shell that resets PATH, so name relay by its path
+	srv.ShellCmd = relay + " ask --to codex --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
+		relay + " ask --to claude --prompt inner 2>&1; echo depth-rc=$?; env | grep -E '^(PHONE_A_FRIEND|CODEX_SANDBOX)' | sort"
+	home := t.TempDir()
+	repo := gitRepo(t)
+	env := []string{"PATH=" + strings.Join([]string{filepath.Dir(relay), bin, filepath.Dir(node), "/usr/bin", "/bin"}, ":"),
+		"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8"}
+	env = append(env, realCLIs[0].setup(t, home, srv.URL)...)
+	for _, sandbox := range []string{"read-only", "danger-full-access"} {
+		before := len(srv.requests())
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+		cmd := exec.CommandContext(ctx, relay, "ask", "--to", "codex", "--prompt", "run the check", "--repo", repo, "--sandbox", sandbox, "--timeout", "120")
+		cmd.Env, cmd.Dir = env, repo
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: relay ask: %v\n%s", sandbox, err, out)
+		}
+		var toolOutput string
+		for _, r := range srv.requests()[before:] {
+			var body struct {
+				Input []struct {
+					Type   string          `json:"type"`
+					Output json.RawMessage `json:"output"`
+				} `json:"input"`
+			}
+			_ = json.Unmarshal(r.Body, &body)
+			for _, in := range body.Input {
+				if in.Type == "function_call_output" {
+					var sb strings.Builder
+					var v any
+					_ = json.Unmarshal(in.Output, &v)
+					collectStrings(v, &sb)
+					toolOutput = sb.String()
+				}
+			}
+		}
+		if toolOutput == "" {
+			t.Fatalf("%s: codex never returned the tool's output to the model", sandbox)
+		}
+		for _, want := range []string{
+			"codex is already the host of this relay invocation", "host-rc=1",
+			"Relay depth limit reached; refusing nested relay invocation", "depth-rc=1",
+			"PHONE_A_FRIEND_DEPTH=1", "PHONE_A_FRIEND_HOST=codex",
+		} {
+			if !strings.Contains(toolOutput, want) {
+				t.Errorf("%s: the nested relay's output lacks %q; codex returned:\n%s", sandbox, want, lastN(toolOutput, 3000))
+			}
+		}
+		t.Logf("%s: sandbox markers seen by codex's shell: CODEX_SANDBOX_NETWORK_DISABLED=%v", sandbox, strings.Contains(toolOutput, "CODEX_SANDBOX_NETWORK_DISABLED=1"))
+	}
+}
+
+func lastN(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
