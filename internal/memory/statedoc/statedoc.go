@@ -43,7 +43,8 @@ var owned = map[string]bool{"$schema": true, "version": true, "thread_id": true,
 // MaxThreadIDBytes bounds thread_id so a header always fits its cap.
 const MaxThreadIDBytes = 128
 
-// New returns the empty version-1 state document of a thread, stamped now.
+// New returns the empty version-1 state document of a thread, stamped now. The thread id
+// must be 1 to MaxThreadIDBytes bytes (a UUID) for the document to validate.
 func New(threadID string) []byte { return NewAt(threadID, time.Now()) }
 
 // NewAt is New with an explicit timestamp.
