@@ -18,6 +18,7 @@ type plan struct {
 	opLines     []string
 	renamedFrom map[string]string // final path -> original path, for stats
 	written     []string
+	pendingYAML []byte
 }
 
 // PlanStep is one operation as it would be applied (relay apply --dry-run).

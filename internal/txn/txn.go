@@ -6,6 +6,7 @@
 package txn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/relaydev/relay/internal/lint"
 	"github.com/relaydev/relay/internal/patch"
@@ -270,6 +273,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fail("snapshot", fmt.Errorf("encode pending record: %w", err))
 	}
+	pl.pendingYAML = data
 	pending := pendingPath(e.Dir, c.UUID)
 	if err := writeFileSync(pending, data); err != nil {
 		return nil, fail("snapshot", fmt.Errorf("write %s: %w", pending, err))
@@ -453,8 +457,7 @@ func (e *Engine) commit(proj *project, st *State, pl *plan) error {
 	}
 	st.Files = pl.fileChanges()
 	st.Approved = true
-	st.PID = 0
-	data, err := st.marshal()
+	data, err := committedYAML(st, pl.pendingYAML)
 	if err != nil {
 		return err
 	}
@@ -505,3 +508,23 @@ func parallel(items []string, fn func(string) error) error {
 }
 
 var _ = slices.Sort[[]string]
+
+// committedYAML is the pending record with the commit fields in place of its
+// final "approved: false" line, so the snapshot is not encoded twice (the
+// biggest CPU cost of a large transaction).
+func committedYAML(st *State, pending []byte) ([]byte, error) {
+	const tail = "approved: false\n"
+	if !bytes.HasSuffix(pending, []byte(tail)) {
+		return st.marshal()
+	}
+	extra, err := yaml.Marshal(struct {
+		After    map[string]string `yaml:"after,omitempty"`
+		Files    []FileChange      `yaml:"files,omitempty"`
+		Approved bool              `yaml:"approved"`
+	}{st.After, st.Files, st.Approved})
+	if err != nil {
+		return nil, err
+	}
+	out := append(bytes.Clone(pending[:len(pending)-len(tail)]), extra...)
+	return out, nil
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -562,5 +563,32 @@ func TestConcurrentRunsNeverOverlap(t *testing.T) {
 	}
 	if _, err := engine(dir).Run(context.Background(), Request{Response: other}); err != nil {
 		t.Errorf("second run after the first finished: %v", err)
+	}
+}
+
+func TestCommittedRecordEqualsFullEncoding(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a\n", "b.txt": "binary\x00\xff"})
+	res, err := engine(dir).Run(context.Background(), Request{Response: response(write("a.txt", "A\n"), patch.Operation{Kind: patch.OpDelete, Path: "b.txt"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readState(committedPath(dir, testUUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := res.State.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := unmarshalState(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("committed record differs from a full encoding:\n got %+v\nwant %+v", got, want)
+	}
+	if !got.Approved || got.After["a.txt"] == "" || len(got.Files) != 2 || *got.Snapshot["b.txt"] != "binary\x00\xff" {
+		t.Errorf("committed record incomplete: %+v", got)
 	}
 }
