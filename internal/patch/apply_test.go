@@ -229,3 +229,28 @@ func TestSequentialBlocks(t *testing.T) {
 		t.Fatalf("got %q, %v", res.Content, err)
 	}
 }
+
+func TestBlankLinesDiffer(t *testing.T) {
+	orig := "func a() {\n\tx := 1\n\n\ty := 2\n\treturn x + y\n}\n"
+	tests := []struct{ name, body, want string }{
+		{"SEARCH lost a blank line", sr([2]string{"\tx := 1\n\ty := 2\n", "\tx := 10\n\ty := 2\n"}), "func a() {\n\tx := 10\n\n\ty := 2\n\treturn x + y\n}\n"},
+		{"SEARCH gained a blank line", sr([2]string{"\ty := 2\n\n\treturn x + y\n", "\ty := 2\n\n\treturn x * y\n"}), "func a() {\n\tx := 1\n\n\ty := 2\n\treturn x * y\n}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Apply(orig, true, MultiSearchReplace, tt.body, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Content != tt.want {
+				t.Errorf("got %q\nwant %q", res.Content, tt.want)
+			}
+			if res.Blocks[0].Method != "fuzzy" {
+				t.Errorf("method = %s, want fuzzy", res.Blocks[0].Method)
+			}
+			if _, err := Apply(res.Content, true, MultiSearchReplace, tt.body, Options{}); err == nil {
+				t.Error("second application succeeded")
+			}
+		})
+	}
+}

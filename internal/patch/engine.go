@@ -107,7 +107,10 @@ func (en *engine) run(edits []edit) (Result, error) {
 	lines, eols := en.d.lines, en.d.eols
 	var results []BlockResult
 	if len(retry) > 0 {
-		lines, eols = splice(lines, eols, ok)
+		var clash *BlockFailure
+		if lines, eols, clash = splice(lines, eols, ok); clash != nil {
+			return Result{}, &ApplyError{Strategy: en.s, Total: len(edits), Failures: []BlockFailure{*clash}}
+		}
 		for _, e := range retry {
 			cur := en.d
 			cur.lines, cur.eols = lines, eols
@@ -128,13 +131,20 @@ func (en *engine) run(edits []edit) (Result, error) {
 				fails = append(fails, *f)
 				continue
 			}
-			lines, eols = splice(lines, eols, ps)
+			var clash *BlockFailure
+			if lines, eols, clash = splice(lines, eols, ps); clash != nil {
+				fails = append(fails, *clash)
+				continue
+			}
 			for _, p := range ps {
 				results = append(results, p.result())
 			}
 		}
 	} else {
-		lines, eols = splice(lines, eols, ok)
+		var clash *BlockFailure
+		if lines, eols, clash = splice(lines, eols, ok); clash != nil {
+			return Result{}, &ApplyError{Strategy: en.s, Total: len(edits), Failures: []BlockFailure{*clash}}
+		}
 	}
 	for _, p := range ok {
 		results = append(results, p.result())
@@ -204,7 +214,7 @@ func dropOverlaps(ps []placed) ([]placed, []int) {
 		}
 		clash := false
 		for _, k := range keep {
-			if k.already || k.idx == p.idx {
+			if k.already {
 				continue
 			}
 			if p.coreStart < k.coreStart+k.coreN && k.coreStart < p.coreStart+p.coreN {
@@ -237,8 +247,9 @@ func dropOverlaps(ps []placed) ([]placed, []int) {
 	return keep, bad
 }
 
-// splice applies non-overlapping placed edits to lines.
-func splice(lines, eols []string, ps []placed) ([]string, []string) {
+// splice applies placed edits to lines. Edits must not overlap; an insertion
+// at the start of a replaced region goes before it.
+func splice(lines, eols []string, ps []placed) ([]string, []string, *BlockFailure) {
 	var act []placed
 	for _, p := range ps {
 		if !p.already {
@@ -246,18 +257,24 @@ func splice(lines, eols []string, ps []placed) ([]string, []string) {
 		}
 	}
 	if len(act) == 0 {
-		return lines, eols
+		return lines, eols, nil
 	}
 	sort.SliceStable(act, func(a, b int) bool {
 		if act[a].coreStart != act[b].coreStart {
 			return act[a].coreStart < act[b].coreStart
+		}
+		if (act[a].coreN == 0) != (act[b].coreN == 0) {
+			return act[a].coreN == 0
 		}
 		return act[a].order < act[b].order
 	})
 	out := make([]string, 0, len(lines)+16)
 	oe := make([]string, 0, len(lines)+16)
 	at := 0
-	for _, p := range act {
+	for i, p := range act {
+		if p.coreStart < at {
+			return nil, nil, &BlockFailure{Index: p.idx, Reason: fmt.Sprintf("overlaps block %d at line %d; merge them into one", act[i-1].idx, p.coreStart+1)}
+		}
 		out = append(out, lines[at:p.coreStart]...)
 		oe = append(oe, eols[at:p.coreStart]...)
 		out = append(out, p.coreRepl...)
@@ -266,7 +283,7 @@ func splice(lines, eols []string, ps []placed) ([]string, []string) {
 	}
 	out = append(out, lines[at:]...)
 	oe = append(oe, eols[at:]...)
-	return out, oe
+	return out, oe, nil
 }
 
 // place locates one edit; on failure it returns a BlockFailure that explains why.
@@ -320,6 +337,9 @@ func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed
 	}
 	if f := en.already(ix, e, q); f != nil {
 		return nil, f
+	}
+	if ps := en.blankTolerant(ix, e, q); ps != nil {
+		return ps, nil
 	}
 	if e.split && len(e.hunk) > 0 {
 		if ps := en.splitHunk(ix, e, q); ps != nil {
@@ -525,6 +545,10 @@ func (en *engine) finish(ix *index, e edit, mt match) ([]placed, *BlockFailure) 
 		}
 	}
 	p := en.build(ix, e, mt)
+	if p.coreN == 0 && len(p.coreRepl) == 0 && !equalStrings(e.old, e.new) {
+		// The block would change nothing here: its result is already in the file.
+		p.already = true
+	}
 	return []placed{p}, nil
 }
 
@@ -671,4 +695,16 @@ func mergeParts(rs []BlockResult) []BlockResult {
 		out = append(out, r)
 	}
 	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -37,6 +37,8 @@ type index struct {
 	sq    map[uint64][]int // hash of the whitespace-free line, built on first fuzzy search
 	coll  []string         // collapsed lines, built on first fuzzy search
 	st    *style
+	nb    *index // the file without blank lines, built on demand
+	nbPos []int  // nb line i is file line nbPos[i]
 }
 
 func (ix *index) style() style {
