@@ -68,7 +68,7 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 	var old, nw []string
 	dropNew := map[int]bool{}
 	extraBefore := map[int]int{} // new index → blank lines to insert before it
-	extraAfter := map[int]int{} // new index → blank lines to insert after it
+	extraAfter := map[int]int{}  // new index → blank lines to insert after it
 	// Leading and trailing blank lines of the block have no place in the file window.
 	for i := 0; i < patIdx[0]; i++ {
 		for _, j := range copies[i] {
