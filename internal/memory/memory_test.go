@@ -399,3 +399,51 @@ func TestMirrorRepairedAfterCrash(t *testing.T) {
 		t.Errorf("state.json at version %d, want 5", v)
 	}
 }
+
+// TestBatchedWritesFailAlone: writes that share a group commit succeed or fail one by one.
+func TestBatchedWritesFailAlone(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			patch := factPatch(i)
+			if i%2 == 1 {
+				patch = []byte(`[{"op":"add","path":"/facts/-","value":{"id":"bad` + fmt.Sprint(i) + `","key":"k","value":1}},{"op":"replace","path":"/facts","value":0}]`)
+			}
+			_, errs[i] = s.PatchState(ctx, th.ID, patch, 0, "")
+			if i%4 == 0 { // interleave other kinds of writes
+				nt, err := s.CreateThread(ctx, CreateThreadParams{})
+				if err == nil {
+					_, err = s.PatchState(ctx, nt.ID, factPatch(1), 1, "")
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st, _ := s.State(ctx, th.ID, 0)
+	for i, err := range errs {
+		if (err == nil) != (i%2 == 0) {
+			t.Errorf("write %d: %v", i, err)
+		}
+		if bytes.Contains(st.Doc, []byte(fmt.Sprintf(`"bad%d"`, i))) {
+			t.Errorf("refused write %d left its first operation behind", i)
+		}
+	}
+	if st.Version != 1+n/2 {
+		t.Errorf("version %d, want %d", st.Version, 1+n/2)
+	}
+	s.Forget(th.ID)
+	again, _ := s.State(ctx, th.ID, 0)
+	if !bytes.Equal(again.Doc, st.Doc) {
+		t.Errorf("committed state differs from the cached one")
+	}
+}

@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"os"
@@ -48,22 +49,21 @@ func (s *SQLite) repairMirror(ctx context.Context) {
 // lock so live appends cannot interleave.
 func (s *SQLite) repairEvents(ctx context.Context, id string, lastEv int64) {
 	path := filepath.Join(s.mirror.threadDir(id), "events.log")
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed.Load() {
-		return
-	}
-	logged := lastLoggedEvent(path)
-	for logged < lastEv {
-		evs, err := s.Events(ctx, id, logged, 1000)
-		if err != nil || len(evs) == 0 {
-			return
+	// Run as a write so live appends (which happen after commits) cannot interleave.
+	_ = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		logged := lastLoggedEvent(path)
+		for logged < lastEv {
+			evs, err := s.Events(ctx, id, logged, 1000)
+			if err != nil || len(evs) == 0 {
+				return nil, nil
+			}
+			for _, e := range evs {
+				s.mirror.event(e)
+				logged = e.ID
+			}
 		}
-		for _, e := range evs {
-			s.mirror.event(e)
-			logged = e.ID
-		}
-	}
+		return nil, nil
+	})
 }
 
 // lastLoggedEvent returns the id of the last complete line of an events.log, cutting off a

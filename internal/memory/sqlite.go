@@ -33,8 +33,9 @@ const (
 	cacheBytes    = 128 << 20
 )
 
-// SQLite is the SQLite-backed Store. All writes go through one connection under wmu, so
-// version checks, event ids and mirror order are serialized; reads use a separate pool.
+// SQLite is the SQLite-backed Store. All writes go through one committer goroutine on one
+// connection (batch.go), so version checks, event ids and mirror order are serialized and
+// concurrent writers share fsyncs; reads use a separate pool.
 type SQLite struct {
 	home   string
 	path   string
@@ -44,7 +45,9 @@ type SQLite struct {
 	broker broker
 	now    func() time.Time
 
-	wmu sync.Mutex // serializes every write transaction
+	writes        chan *writeReq // to the committer goroutine (batch.go)
+	quit          chan struct{}
+	committerDone chan struct{}
 
 	cmu        sync.RWMutex
 	cache      map[string]*cached // latest state per thread
@@ -120,7 +123,9 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	}
 	migs, hooks := registered()
 	s := &SQLite{home: home, path: path, w: w, r: r, hooks: hooks, now: now,
-		cache: map[string]*cached{}, mirror: newMirror(filepath.Join(home, "threads"))}
+		cache: map[string]*cached{}, mirror: newMirror(filepath.Join(home, "threads")),
+		writes: make(chan *writeReq), quit: make(chan struct{}), committerDone: make(chan struct{})}
+	go s.committer()
 	if err := s.migrate(migs); err != nil {
 		s.Close()
 		return nil, err
@@ -169,26 +174,13 @@ func (s *SQLite) ReadDB() *sql.DB { return s.r }
 // MirrorErr returns the last error writing the human-readable mirror, or "".
 func (s *SQLite) MirrorErr() string { return s.mirror.Err() }
 
-// WriteTx runs fn in a transaction on the single writer connection.
+// WriteTx runs fn in a transaction on the single writer connection (it may share the
+// transaction with other writes; fn's changes commit or roll back as a unit). fn must not
+// call back into the store's write methods.
 func (s *SQLite) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return s.writeTxLocked(ctx, fn)
-}
-
-func (s *SQLite) writeTxLocked(ctx context.Context, fn func(*sql.Tx) error) error {
-	if s.closed.Load() {
-		return errors.New("store is closed")
-	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		return nil, fn(tx)
+	})
 }
 
 // Forget drops the cached state of a thread (after writing core tables directly).
@@ -210,8 +202,8 @@ func (s *SQLite) Close() error {
 		s.stopRepair()
 		<-s.repairDone
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	close(s.quit)
+	<-s.committerDone
 	s.mirror.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
@@ -250,31 +242,35 @@ func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread
 		return Thread{}, errors.New("statedoc.New returned no document")
 	}
 	data, _ := json.Marshal(map[string]string{"name": p.Name})
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	at := s.stamp()
+	var at Time
 	var ev Event
-	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		at = s.stamp()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1)`, id, p.Name, at.String(), at.String()); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots(thread_id, version, doc) VALUES (?, 1, ?)`, id, doc); err != nil {
-			return err
+			return nil, err
 		}
 		var err error
 		if ev, err = insertEvent(ctx, tx, id, EventThreadCreated, at, data); err != nil {
-			return err
+			return nil, err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, 1, '[]', '', ?, ?)`, id, at.String(), ev.ID)
-		return err
+		if _, err = tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, 1, '[]', '', ?, ?)`, id, at.String(), ev.ID); err != nil {
+			return nil, err
+		}
+		c := &cached{version: 1, doc: doc}
+		b.pending[id] = c
+		return func() {
+			s.setCache(id, c)
+			s.mirror.event(ev)
+			s.mirrorState(id)
+			s.broker.notify(id)
+		}, nil
 	})
 	if err != nil {
 		return Thread{}, fmt.Errorf("create thread: %w", err)
 	}
-	s.setCache(id, &cached{version: 1, doc: doc})
-	s.mirror.event(ev)
-	s.mirrorState(id)
-	s.broker.notify(id)
 	return Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: StateRef(1),
 		EventCount: 1, LastEventID: ev.ID}, nil
 }
@@ -369,34 +365,43 @@ func (s *SQLite) latest(ctx context.Context, id string) (*cached, error) {
 	if c != nil {
 		return c, nil
 	}
+	c, err := s.load(ctx, s.r, id)
+	if err != nil {
+		return nil, err
+	}
+	s.setCache(id, c)
+	return c, nil
+}
+
+// load reads a thread's latest state from the database (q is the read pool, or the write
+// transaction so uncommitted changes of the batch count).
+func (s *SQLite) load(ctx context.Context, q querier, id string) (*cached, error) {
 	var version int
 	var m Metrics
-	err := s.r.QueryRowContext(ctx, `SELECT version, cache_hits, tokens_avoided FROM threads WHERE id = ?`, id).Scan(&version, &m.CacheHits, &m.TokensAvoided)
+	err := q.QueryRowContext(ctx, `SELECT version, cache_hits, tokens_avoided FROM threads WHERE id = ?`, id).Scan(&version, &m.CacheHits, &m.TokensAvoided)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &NotFoundError{What: "thread", ID: id}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read thread %s: %w", id, err)
 	}
-	doc, snapV, err := s.rebuild(ctx, id, version)
+	doc, snapV, err := s.rebuild(ctx, q, id, version)
 	if err != nil {
 		return nil, err
 	}
-	c = &cached{version: version, doc: doc, sinceSnap: version - snapV, metrics: m}
-	s.setCache(id, c)
-	return c, nil
+	return &cached{version: version, doc: doc, sinceSnap: version - snapV, metrics: m}, nil
 }
 
 // rebuild reconstructs version v from the nearest snapshot and the patches after it.
-func (s *SQLite) rebuild(ctx context.Context, id string, v int) (doc []byte, snapV int, err error) {
-	err = s.r.QueryRowContext(ctx, `SELECT version, doc FROM state_snapshots WHERE thread_id = ? AND version <= ? ORDER BY version DESC LIMIT 1`, id, v).Scan(&snapV, &doc)
+func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (doc []byte, snapV int, err error) {
+	err = q.QueryRowContext(ctx, `SELECT version, doc FROM state_snapshots WHERE thread_id = ? AND version <= ? ORDER BY version DESC LIMIT 1`, id, v).Scan(&snapV, &doc)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
 	}
 	if snapV == v {
 		return doc, snapV, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT version, patch, created_at FROM state_versions WHERE thread_id = ? AND version > ? AND version <= ? ORDER BY version`, id, snapV, v)
+	rows, err := q.QueryContext(ctx, `SELECT version, patch, created_at FROM state_versions WHERE thread_id = ? AND version > ? AND version <= ? ORDER BY version`, id, snapV, v)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read state history of thread %s: %w", id, err)
 	}
@@ -438,7 +443,7 @@ func (s *SQLite) State(ctx context.Context, id string, version int) (State, erro
 	if version < 0 || version > c.version {
 		return State{}, &NotFoundError{What: "version", ID: fmt.Sprintf("%s of thread %s (latest is %s)", StateRef(version), id, StateRef(c.version))}
 	}
-	doc, _, err := s.rebuild(ctx, id, version)
+	doc, _, err := s.rebuild(ctx, s.r, id, version)
 	if err != nil {
 		return State{}, err
 	}
@@ -488,79 +493,92 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 	if len([]rune(author)) > MaxNameLen {
 		return PatchResult{}, badRequest("author is longer than %d characters", MaxNameLen)
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	cur, err := s.latest(ctx, id)
-	if err != nil {
-		return PatchResult{}, err
-	}
-	if expected > 0 && expected != cur.version {
-		return PatchResult{}, &ConflictError{Expected: expected, Current: cur.version}
-	}
-	v := cur.version + 1
-	at := s.stamp()
-	doc, err := statedoc.ApplyPatch(cur.doc, patch, v, at.Time)
-	if err != nil {
-		return PatchResult{}, patchError(err)
-	}
-	if len(doc) > MaxStateBytes {
-		return PatchResult{}, &TooLargeError{What: "the patched state", Limit: MaxStateBytes}
+	// A version the cache already knows is stale is refused without queuing for the writer.
+	if expected > 0 {
+		s.cmu.RLock()
+		c := s.cache[id]
+		s.cmu.RUnlock()
+		if c != nil && c.version > expected {
+			return PatchResult{}, &ConflictError{Expected: expected, Current: c.version}
+		}
 	}
 	var cb bytes.Buffer
 	compact := patch
 	if json.Compact(&cb, patch) == nil {
 		compact = cb.Bytes()
 	}
-	data, _ := json.Marshal(map[string]any{"version": v, "state_ref": StateRef(v), "ops": len(ops), "author": author})
-	snap := cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*len(doc) >= snapshotBytes
-	var ev Event
-	err = s.writeTxLocked(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, EventStatePatched, at.String(), data)
+	var res PatchResult
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		cur, err := s.latestForWrite(ctx, tx, b, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		evID, err := res.LastInsertId()
+		if expected > 0 && expected != cur.version {
+			return nil, &ConflictError{Expected: expected, Current: cur.version}
+		}
+		v := cur.version + 1
+		at := s.stamp()
+		doc, err := statedoc.ApplyPatch(cur.doc, patch, v, at.Time)
 		if err != nil {
-			return err
+			return nil, patchError(err)
 		}
-		ev = Event{ID: evID, ThreadID: id, Type: EventStatePatched, At: at, Data: data}
+		if len(doc) > MaxStateBytes {
+			return nil, &TooLargeError{What: "the patched state", Limit: MaxStateBytes}
+		}
+		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": StateRef(v), "ops": len(ops), "author": author})
+		snap := cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*len(doc) >= snapshotBytes
+		r, err := tx.ExecContext(ctx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, EventStatePatched, at.String(), data)
+		if err != nil {
+			return nil, err
+		}
+		evID, err := r.LastInsertId()
+		if err != nil {
+			return nil, err
+		}
+		ev := Event{ID: evID, ThreadID: id, Type: EventStatePatched, At: at, Data: data}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, ?, ?, ?, ?, ?)`, id, v, compact, author, at.String(), ev.ID); err != nil {
-			return err
+			return nil, err
 		}
 		if snap {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots(thread_id, version, doc) VALUES (?, ?, ?)`, id, v, doc); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		// One statement moves the version and the event counters; the version guard makes a
-		// writer that bypassed this process's lock fail instead of forking history.
-		res, err = tx.ExecContext(ctx, `UPDATE threads SET version = ?, event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ? AND version = ?`,
+		// writer that bypassed this store fail instead of forking history.
+		r, err = tx.ExecContext(ctx, `UPDATE threads SET version = ?, event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ? AND version = ?`,
 			v, ev.ID, at.String(), id, cur.version)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return &ConflictError{Expected: cur.version, Current: -1}
+		if n, _ := r.RowsAffected(); n != 1 {
+			s.Forget(id) // the cache was bypassed; rebuild on next read
+			return nil, fmt.Errorf("thread %s changed outside this store; retry", id)
 		}
-		return nil
+		since := cur.sinceSnap + 1
+		if snap {
+			since = 0
+		}
+		c := &cached{version: v, doc: doc, sinceSnap: since, metrics: cur.metrics}
+		b.pending[id] = c
+		res = PatchResult{ThreadID: id, Version: v, StateRef: StateRef(v), EventID: ev.ID}
+		return func() {
+			s.setCache(id, c)
+			s.mirror.event(ev)
+			s.mirrorState(id)
+			s.broker.notify(id)
+		}, nil
 	})
 	if err != nil {
 		var ce *ConflictError
-		if errors.As(err, &ce) {
-			s.Forget(id) // another writer bypassed the cache; rebuild on next read
+		var ie *InvalidError
+		var tl *TooLargeError
+		if errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &tl) || IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
 			return PatchResult{}, err
 		}
 		return PatchResult{}, fmt.Errorf("store patch of thread %s: %w", id, err)
 	}
-	since := cur.sinceSnap + 1
-	if snap {
-		since = 0
-	}
-	s.setCache(id, &cached{version: v, doc: doc, sinceSnap: since, metrics: cur.metrics})
-	s.mirror.event(ev)
-	s.mirrorState(id)
-	s.broker.notify(id)
-	return PatchResult{ThreadID: id, Version: v, StateRef: StateRef(v), EventID: ev.ID}, nil
+	return res, nil
 }
 
 // Versions implements Store.
@@ -625,54 +643,60 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 		Provenance: Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
 	srcRefs, _ := json.Marshal(refs)
 
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	var exists int
-	if err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&exists); err != nil {
-		return Artifact{}, fmt.Errorf("read thread %s: %w", id, err)
-	}
-	if exists == 0 {
-		return Artifact{}, &NotFoundError{What: "thread", ID: id}
-	}
-	if old, err := scanArtifact(s.w.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = ? AND hash = ?`, id, a.Hash)); err == nil {
-		old.Deduplicated = true
-		return old, nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return Artifact{}, fmt.Errorf("look up artifact hash: %w", err)
-	}
-	at := s.stamp()
-	a.Ref, a.CreatedAt, a.Provenance.CreatedAt = NewRef(at.Time), at, at
-	data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
-	var ev Event
-	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+	var out Artifact
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("read thread %s: %w", id, err)
+		}
+		if exists == 0 {
+			return nil, &NotFoundError{What: "thread", ID: id}
+		}
+		if old, err := scanArtifact(tx.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = ? AND hash = ?`, id, a.Hash)); err == nil {
+			old.Deduplicated = true
+			out = old
+			return nil, nil
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("look up artifact hash: %w", err)
+		}
+		a := a
+		at := s.stamp()
+		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = NewRef(at.Time), at, at
+		data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
 		_, err := tx.ExecContext(ctx, `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_content(ref, content) VALUES (?, ?)`, a.Ref, p.Content); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
-			return err
+			return nil, err
 		}
-		if ev, err = insertEvent(ctx, tx, id, EventArtifactStored, at, data); err != nil {
-			return err
+		ev, err := insertEvent(ctx, tx, id, EventArtifactStored, at, data)
+		if err != nil {
+			return nil, err
 		}
 		for _, h := range s.hooks {
 			if err := h(ctx, tx, a, p.Content); err != nil {
-				return fmt.Errorf("artifact hook: %w", err)
+				return nil, fmt.Errorf("artifact hook: %w", err)
 			}
 		}
-		return nil
+		out = a
+		return func() {
+			s.mirror.artifact(a, p.Content)
+			s.mirror.event(ev)
+			s.broker.notify(id)
+		}, nil
 	})
 	if err != nil {
+		if IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
+			return Artifact{}, err
+		}
 		return Artifact{}, fmt.Errorf("store artifact in thread %s: %w", id, err)
 	}
-	s.mirror.artifact(a, p.Content)
-	s.mirror.event(ev)
-	s.broker.notify(id)
-	return a, nil
+	return out, nil
 }
 
 const artifactCols = `ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at`
@@ -796,29 +820,31 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (Eve
 	if !json.Valid(b) {
 		return Event{}, badRequest("event data is not valid JSON")
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	var ev Event
-	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, bt *batch) (func(), error) {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
-			return err
+			return nil, err
 		}
 		if n == 0 {
-			return &NotFoundError{What: "thread", ID: id}
+			return nil, &NotFoundError{What: "thread", ID: id}
 		}
-		var err error
-		ev, err = insertEvent(ctx, tx, id, typ, s.stamp(), b)
-		return err
+		e, err := insertEvent(ctx, tx, id, typ, s.stamp(), b)
+		if err != nil {
+			return nil, err
+		}
+		ev = e
+		return func() {
+			s.mirror.event(e)
+			s.broker.notify(id)
+		}, nil
 	})
 	if err != nil {
-		if IsNotFound(err) {
+		if IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
 			return Event{}, err
 		}
 		return Event{}, fmt.Errorf("append event to thread %s: %w", id, err)
 	}
-	s.mirror.event(ev)
-	s.broker.notify(id)
 	return ev, nil
 }
 
@@ -865,27 +891,30 @@ func (s *SQLite) AddMetrics(ctx context.Context, id string, m Metrics) error {
 	if err := checkThreadID(id); err != nil {
 		return err
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	var cur Metrics
-	err := s.writeTxLocked(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		var cur Metrics
 		err := tx.QueryRowContext(ctx, `UPDATE threads SET cache_hits = cache_hits + ?, tokens_avoided = tokens_avoided + ? WHERE id = ? RETURNING cache_hits, tokens_avoided`,
 			m.CacheHits, m.TokensAvoided, id).Scan(&cur.CacheHits, &cur.TokensAvoided)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &NotFoundError{What: "thread", ID: id}
+			return nil, &NotFoundError{What: "thread", ID: id}
 		}
-		return err
+		if err != nil {
+			return nil, err
+		}
+		base := b.pending[id]
+		if base == nil {
+			s.cmu.RLock()
+			base = s.cache[id]
+			s.cmu.RUnlock()
+		}
+		if base == nil {
+			return nil, nil // not cached: the next load reads the new counters
+		}
+		// A new entry (not a mutation): the old one's cached header has the old metrics.
+		c := &cached{version: base.version, doc: base.doc, sinceSnap: base.sinceSnap, metrics: cur}
+		b.pending[id] = c
+		return func() { s.setCache(id, c) }, nil
 	})
-	if err != nil {
-		return err
-	}
-	s.cmu.Lock()
-	if c := s.cache[id]; c != nil {
-		n := &cached{version: c.version, doc: c.doc, sinceSnap: c.sinceSnap, metrics: cur}
-		s.cache[id] = n
-	}
-	s.cmu.Unlock()
-	return nil
 }
 
 // Stats implements Store.

@@ -1,0 +1,177 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Group commit: every write is a writeOp run by one committer goroutine. Ops that arrive
+// while a commit (and its fsync) is in progress run together in the next transaction, each
+// inside its own savepoint, so concurrent writers share one fsync while a failing op still
+// changes nothing. A single waiting op runs alone, with no batching delay.
+
+// writeOp runs inside the batch transaction and returns what to do once it is committed
+// (update the cache, write the mirror, wake followers). It must record in b.pending only
+// after all its statements succeeded.
+type writeOp func(ctx context.Context, tx *sql.Tx, b *batch) (after func(), err error)
+
+// batch carries the uncommitted latest states of threads changed earlier in the same
+// transaction, so a later op in the batch builds on them.
+type batch struct {
+	pending map[string]*cached
+}
+
+type writeReq struct {
+	ctx  context.Context
+	op   writeOp
+	done chan error
+}
+
+// maxBatch bounds how many ops share one transaction (and how long one op can wait).
+const maxBatch = 64
+
+var errClosed = errors.New("the store is closed (the daemon is shutting down); retry in a moment")
+
+// write submits op and waits until it is committed or refused.
+func (s *SQLite) write(ctx context.Context, op writeOp) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	req := &writeReq{ctx: ctx, op: op, done: make(chan error, 1)}
+	select {
+	case s.writes <- req: // unbuffered: once sent, the committer owns the request and answers it
+	case <-s.quit:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done
+}
+
+func (s *SQLite) committer() {
+	defer close(s.committerDone)
+	for {
+		var first *writeReq
+		select {
+		case first = <-s.writes:
+		case <-s.quit:
+			return
+		}
+		reqs := []*writeReq{first}
+	collect:
+		for len(reqs) < maxBatch {
+			select {
+			case r := <-s.writes:
+				reqs = append(reqs, r)
+			default:
+				break collect
+			}
+		}
+		s.runBatch(reqs)
+	}
+}
+
+func (s *SQLite) runBatch(reqs []*writeReq) {
+	errs := make([]error, len(reqs))
+	afters := make([]func(), len(reqs))
+	fail := func(err error) {
+		for i, r := range reqs {
+			r.done <- err
+			_ = i
+		}
+	}
+	// Not tied to one request's context: cancelling one client must not roll back the others.
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		fail(fmt.Errorf("begin write: %w", err))
+		return
+	}
+	b := &batch{pending: map[string]*cached{}}
+	single := len(reqs) == 1
+	for i, r := range reqs {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if !single {
+			if _, err := tx.Exec(`SAVEPOINT op`); err != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("savepoint: %w", err))
+				return
+			}
+		}
+		saved := clonePending(b.pending)
+		after, err := r.op(r.ctx, tx, b)
+		if err != nil {
+			errs[i] = err
+			b.pending = saved
+			if single {
+				tx.Rollback()
+				r.done <- err
+				return
+			}
+			if _, rerr := tx.Exec(`ROLLBACK TO op`); rerr != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("roll back a failed write: %w", rerr))
+				return
+			}
+		}
+		if !single {
+			if _, err := tx.Exec(`RELEASE op`); err != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("release savepoint: %w", err))
+				return
+			}
+		}
+		if err == nil {
+			afters[i] = after
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		err = fmt.Errorf("commit: %w", err)
+		for i := range reqs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	} else {
+		for _, a := range afters {
+			if a != nil {
+				a()
+			}
+		}
+	}
+	for i, r := range reqs {
+		r.done <- errs[i]
+	}
+}
+
+func clonePending(m map[string]*cached) map[string]*cached {
+	c := make(map[string]*cached, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// latestForWrite is the thread's latest state as the batch sees it: uncommitted changes
+// of this batch first, then the cache, then a rebuild inside the transaction.
+func (s *SQLite) latestForWrite(ctx context.Context, tx *sql.Tx, b *batch, id string) (*cached, error) {
+	if c := b.pending[id]; c != nil {
+		return c, nil
+	}
+	s.cmu.RLock()
+	c := s.cache[id]
+	s.cmu.RUnlock()
+	if c != nil {
+		return c, nil
+	}
+	return s.load(ctx, tx, id)
+}
