@@ -14,6 +14,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/relaydev/relay/internal/capability/search"
@@ -25,8 +26,9 @@ func main() {
 	window := flag.Int("window", 10000, "report put throughput every this many artifacts")
 	queries := flag.Int("q", 500, "queries per kind")
 	dir := flag.String("dir", "", "store directory (default: a temp dir, removed after)")
+	reuse := flag.Bool("reuse", false, "with -dir: skip indexing and query the thread already there")
 	flag.Parse()
-	if err := run(*n, *window, *queries, *dir); err != nil {
+	if err := run(*n, *window, *queries, *dir, *reuse); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
@@ -82,7 +84,15 @@ func pct(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-func run(n, window, nq int, dir string) error {
+// cpuTime is this process's user+system CPU time, to separate query cost from waiting for
+// a CPU on a loaded machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func run(n, window, nq int, dir string, reuse bool) error {
 	ctx := context.Background()
 	if dir == "" {
 		d, err := os.MkdirTemp("", "relay-bench-search-")
@@ -97,7 +107,17 @@ func run(n, window, nq int, dir string) error {
 		return err
 	}
 	defer st.Close()
-	th, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "bench"})
+	var th memory.Thread
+	if reuse {
+		ths, err := st.ListThreads(ctx, 1)
+		if err != nil || len(ths) == 0 {
+			return fmt.Errorf("-reuse: no thread in %s (%v)", dir, err)
+		}
+		th = ths[0]
+		fmt.Printf("reusing thread %s with %d artifacts in %s\n", th.ID, th.ArtifactCount, dir)
+		return query(ctx, st, th, nq)
+	}
+	th, err = st.CreateThread(ctx, memory.CreateThreadParams{Name: "bench"})
 	if err != nil {
 		return err
 	}
@@ -129,6 +149,10 @@ func run(n, window, nq int, dir string) error {
 		fmt.Printf("database size: %.1f MB\n", float64(fi.Size())/1e6)
 	}
 
+	return query(ctx, st, th, nq)
+}
+
+func query(ctx context.Context, st *memory.SQLite, th memory.Thread, nq int) error {
 	db := st.ReadDB()
 	qc := newCorpus(2) // same vocabulary and law, another stream: realistic query terms
 	kinds := []struct {
@@ -149,6 +173,7 @@ func run(n, window, nq int, dir string) error {
 	for _, k := range kinds {
 		var lat []time.Duration
 		hitsTotal := 0
+		cpu0 := cpuTime()
 		for range nq {
 			q := k.make()
 			t0 := time.Now()
@@ -159,8 +184,9 @@ func run(n, window, nq int, dir string) error {
 			lat = append(lat, time.Since(t0))
 			hitsTotal += len(hits)
 		}
+		cpu := (cpuTime() - cpu0) / time.Duration(nq)
 		all = append(all, lat...)
-		fmt.Printf("  %-18s p50 %8s  p99 %8s  max %8s  (avg hits %.1f)\n", k.name, pct(lat, .5).Round(time.Microsecond), pct(lat, .99).Round(time.Microsecond), pct(lat, 1).Round(time.Microsecond), float64(hitsTotal)/float64(nq))
+		fmt.Printf("  %-18s p50 %8s  p99 %8s  max %8s  cpu/query %8s  (avg hits %.1f)\n", k.name, pct(lat, .5).Round(time.Microsecond), pct(lat, .99).Round(time.Microsecond), pct(lat, 1).Round(time.Microsecond), cpu.Round(time.Microsecond), float64(hitsTotal)/float64(nq))
 	}
 	fmt.Printf("  %-18s p50 %8s  p99 %8s\n", "all", pct(all, .5).Round(time.Microsecond), pct(all, .99).Round(time.Microsecond))
 	return nil
