@@ -44,8 +44,13 @@ again, then approval. Approved changes are committed to .relaycode/<uuid>.yml;
 anything else is rolled back byte for byte.
 
 Approval: -y approves; approvalMode "auto" approves when the patch adds at
-most approvalOnErrorCount linter errors; otherwise relay asks on the terminal,
-and rolls back when there is no terminal to ask on.`,
+most approvalOnErrorCount new linter errors (final count minus the baseline);
+otherwise relay asks on the terminal, and rolls back when there is no
+terminal to ask on.
+
+A uuid that was committed is skipped; a response whose transaction was rolled
+back can be applied again. A crash never leaves the project half-changed: the
+next relay command in the project restores it from the pending record.`,
 		Example: `  relay apply answer.md
   pbpaste | relay apply - -y
   relay apply --dry-run answer.md`,
