@@ -21,6 +21,9 @@ type fakeLLM struct {
 	// ShellCmd, when set, makes the first Responses API turn a call of
 	// codex's exec_command tool; the next turn (carrying its output) gets Answer.
 	ShellCmd string
+	// BashTrigger, when set, makes an Anthropic turn whose request contains it
+	// (and no tool_result yet) a call of claude's Bash tool running ShellCmd.
+	BashTrigger string
 
 	mu   sync.Mutex
 	reqs []seenRequest
@@ -106,6 +109,10 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 	case strings.HasSuffix(path, "/messages/count_tokens"):
 		writeJSON(w, map[string]any{"input_tokens": 42})
 	case strings.HasSuffix(path, "/messages"):
+		if f.BashTrigger != "" && stream && strings.Contains(string(raw), f.BashTrigger) && !strings.Contains(string(raw), "tool_result") {
+			f.bashCall(w, model)
+			return
+		}
 		f.anthropic(w, model, stream)
 	case strings.HasSuffix(path, ":countTokens"):
 		writeJSON(w, map[string]any{"totalTokens": 42})
@@ -185,6 +192,19 @@ func (f *fakeLLM) shellCall(w http.ResponseWriter) {
 	s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
 	s.send("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{"id": "resp_call", "status": "completed",
 		"output": []any{item}, "usage": map[string]any{"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}})
+}
+
+func (f *fakeLLM) bashCall(w http.ResponseWriter, model string) {
+	input, _ := json.Marshal(map[string]any{"command": f.ShellCmd, "description": "run the nested check"})
+	s := newSSE(w)
+	s.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_call", "type": "message", "role": "assistant",
+		"model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 100, "output_tokens": 1}}})
+	s.send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+		"content_block": map[string]any{"type": "tool_use", "id": "toolu_fake", "name": "Bash", "input": map[string]any{}}})
+	s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+	s.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	s.send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
+	s.send("message_stop", map[string]any{"type": "message_stop"})
 }
 
 func (f *fakeLLM) anthropic(w http.ResponseWriter, model string, stream bool) {

@@ -362,3 +362,61 @@ func lastN(s string, n int) string {
 	}
 	return s
 }
+
+// TestRealClaudeNested: the real claude runs `relay ask --to claude` through
+// its Bash tool (danger-full-access). Inside Claude Code, CLAUDECODE=1 marks
+// claude as the host, so the nested call is refused even with the depth
+// guard raised; with the default depth it is refused by the depth guard.
+func TestRealClaudeNested(t *testing.T) {
+	if os.Getenv("RELAY_REAL_CLIS") != "1" {
+		t.Skip("set RELAY_REAL_CLIS=1 to run the real friend CLIs")
+	}
+	root := repoRoot(t)
+	bin := os.Getenv("FRIEND_CLIS_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
+	}
+	relay := buildRelay(t, root)
+	srv := newFakeLLM(t, "NESTED-DONE")
+	srv.BashTrigger = "run the claude check"
+	// PHONE_A_FRIEND_HOST is cleared so only Claude Code's own marker can name the host
+	srv.ShellCmd = "env -u PHONE_A_FRIEND_HOST " + relay + " ask --to claude --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
+		relay + " ask --to gemini --prompt inner 2>&1; echo depth-rc=$?; env | grep -E '^(PHONE_A_FRIEND|CLAUDECODE)' | sort"
+	home := t.TempDir()
+	repo := gitRepo(t)
+	env := []string{"PATH=" + strings.Join([]string{filepath.Dir(relay), bin, "/usr/bin", "/bin"}, ":"),
+		"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8", "IS_SANDBOX=1"}
+	env = append(env, realCLIs[1].setup(t, home, srv.URL)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, relay, "ask", "--to", "claude", "--prompt", "run the claude check", "--repo", repo,
+		"--sandbox", "danger-full-access", "--timeout", "120", "--model", "sonnet")
+	cmd.Env, cmd.Dir = env, repo
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("relay ask: %v\n%s", err, out)
+	}
+	var toolOutput string
+	for _, r := range srv.requests() {
+		if strings.Contains(string(r.Body), "tool_result") {
+			toolOutput = r.Text
+		}
+	}
+	if toolOutput == "" {
+		t.Fatalf("claude never sent the Bash tool's result back; relay printed:\n%s", out)
+	}
+	for _, want := range []string{
+		"claude is already the host of this relay invocation", "host-rc=1",
+		"Relay depth limit reached; refusing nested relay invocation", "depth-rc=1",
+		"PHONE_A_FRIEND_DEPTH=1", "CLAUDECODE=1",
+	} {
+		if !strings.Contains(toolOutput, want) {
+			t.Errorf("the nested relay's output lacks %q; claude returned:\n%s", want, lastN(toolOutput, 3000))
+		}
+	}
+	for _, line := range strings.Split(toolOutput, "\n") {
+		if strings.Contains(line, "rc=") || strings.HasPrefix(line, "Error:") {
+			t.Logf("nested: %s", line)
+		}
+	}
+}
