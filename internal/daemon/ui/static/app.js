@@ -772,7 +772,16 @@ function eventSummary(ev, ctxId) {
       return ["stored ", h("strong", {}, d.name || "artifact"), ` (${d.type || "?"}, ${fmtBytes(d.size)}) `, d.ref ? ref(d.ref) : ""];
     case "cap.invoked":
     case "cap.cache_hit":
-      return [h("strong", {}, d.capability || "capability"), d.cached || ev.type === "cap.cache_hit" ? h("span", { class: "pill cached" }, "cached") : "", d.artifact_ref ? [" → ", ref(d.artifact_ref)] : ""];
+      return [
+        h("strong", {}, d.capability || "capability"),
+        d.cached || ev.type === "cap.cache_hit" ? h("span", { class: "pill cached" }, "cached") : "",
+        d.artifact_ref ? [" → ", ref(d.artifact_ref)] : "",
+        typeof d.duration_ms === "number" ? h("span", { class: "muted small" }, ` ${d.duration_ms} ms`) : "",
+      ];
+    case "a2a.received":
+      return ["A2A ", h("strong", {}, d.type || "message"), d.from ? ` from ${d.from}` : "", d.to_capability ? [" to ", h("strong", {}, d.to_capability)] : "", typeof d.payload_bytes === "number" ? ` (${fmtBytes(d.payload_bytes)})` : ""];
+    case "report.generated":
+      return ["report generated", d.format ? ` (${d.format}${typeof d.size === "number" ? ", " + fmtBytes(d.size) : ""})` : "", d.artifact_ref ? [" → ", ref(d.artifact_ref)] : ""];
     default: {
       const s = JSON.stringify(d);
       return h("code", { class: "muted" }, s.length > 160 ? s.slice(0, 160) + "…" : s);
