@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -227,6 +228,20 @@ func recoverProject(ios *iostreams.IOStreams, dir string) error {
 		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err), "relay doctor")
 	}
 	return nil
+}
+
+// recoverWorkDir recovers the project governing the working directory, if
+// there is one; the root command can call it before every command.
+func recoverWorkDir(f *Factory) error {
+	dir, err := f.WorkDir()
+	if err != nil {
+		return nil
+	}
+	file, err := config.Find(dir)
+	if err != nil {
+		return nil // not in a project: nothing to recover
+	}
+	return recoverProject(f.IO, filepath.Dir(file))
 }
 
 // txnError turns a transaction error into a message with the next step.

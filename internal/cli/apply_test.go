@@ -72,3 +72,41 @@ func TestApplyFromStdinAndNotAPatch(t *testing.T) {
 		t.Errorf("a.txt = %q", b)
 	}
 }
+
+func TestRecoverWorkDirFromSubdirectory(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "src", "deep")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "relaycode.config.json"), []byte(`{"projectId": "demo"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".relaycode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// An orphaned pending record: a.txt was created by a transaction that crashed.
+	pending := "uuid: 9a8b7c6d-0000-4000-8000-00000000000f\nprojectId: demo\nsnapshot:\n  a.txt: null\napproved: false\n"
+	if err := os.WriteFile(filepath.Join(dir, ".relaycode", "9a8b7c6d-0000-4000-8000-00000000000f.pending.yml"), []byte(pending), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("half-applied"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, errOut := iostreams.Test()
+	f := &Factory{IO: ios, WorkDir: func() (string, error) { return sub, nil }}
+	if err := recoverWorkDir(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("a.txt not removed by recovery: %v", err)
+	}
+	if !strings.Contains(errOut.String(), "Recovered interrupted transaction 9a8b7c6d-0000-4000-8000-00000000000f") {
+		t.Errorf("stderr = %q", errOut)
+	}
+	// Outside any project it does nothing.
+	f.WorkDir = func() (string, error) { return t.TempDir(), nil }
+	if err := recoverWorkDir(f); err != nil {
+		t.Errorf("outside a project: %v", err)
+	}
+}
