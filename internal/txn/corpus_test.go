@@ -101,7 +101,9 @@ func TestRelaycodeE2ECorpus(t *testing.T) {
 				if len(pendingFiles(t, work)) != 0 {
 					t.Errorf("pending record left")
 				}
-				passed++
+				if !t.Failed() {
+					passed++
+				}
 				return
 			}
 			if runErr != nil {
