@@ -176,8 +176,10 @@ func Apply(original string, exists bool, strategy Strategy, body string, opts Op
 // applyReplace makes body the file, in the file's own line endings, BOM and final newline.
 func applyReplace(d doc, exists bool, body string) (Result, error) {
 	nd := splitDoc(body)
+	if exists && d.bom {
+		nd.bom = true
+	}
 	if exists && len(d.lines) > 0 {
-		nd.bom = d.bom || nd.bom
 		nd.eol = d.eol
 		nd.final = d.final
 		for i := range nd.eols {

@@ -84,6 +84,7 @@ type query struct {
 	eof        bool // the pattern should end at the end of the file
 	noFuzzy    bool
 	strict     bool // exact or trailing whitespace only: proof that text is already there
+	quick      bool // no fuzzy stage and no closest-match report (trial variants)
 	threshold  float64
 }
 
@@ -174,7 +175,7 @@ func (ix *index) find(pat []string, q query) (match, *miss) {
 		}
 		return match{start: s, lv: level(lv), sim: 1}, nil
 	}
-	if q.strict {
+	if q.strict || q.quick {
 		return match{}, &miss{closest: -1}
 	}
 	return ix.fuzzy(pat, q)

@@ -304,7 +304,7 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 						pq.hi = min(pq.hi, q.hi)
 					}
 				}
-				pq.noFuzzy = total < full
+				pq.quick = total < full
 				mt, ms := ix.find(sub.old, pq)
 				if ms != nil {
 					continue
