@@ -138,6 +138,12 @@ func patchRun(opts *PatchOptions) error {
 		out.Blocks = []patch.BlockResult{}
 	}
 	if err != nil {
+		if !exists && !opts.JSON {
+			var ae *patch.ApplyError
+			if errors.As(err, &ae) {
+				return WithHint(fmt.Errorf("%s does not exist, and this %s patch changes existing lines: %w", opts.File, st, err), "check the path; a new file needs a whole-file block, a diff from /dev/null, or an empty SEARCH")
+			}
+		}
 		return patchFailed(opts, out, err)
 	}
 	out.OK = true
