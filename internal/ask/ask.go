@@ -203,7 +203,7 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 			continue
 		}
 		if !t.Backend.SupportsSessions() {
-			return nil, errorf("drop --session, or ask codex, claude or gemini",
+			return nil, errorf("drop --session, or ask "+strings.Join(sessionBackends(), ", "),
 				"%s cannot continue a conversation; --session works with %s", t.Name, strings.Join(sessionBackends(), ", "))
 		}
 		e, err := a.Sessions.Lookup(req.Session, t.Name)

@@ -54,7 +54,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	h := &harness{friends: map[string]*fakeBackend{}, gitOut: map[string]string{}}
 	for _, n := range backend.Names() {
-		h.friends[n] = &fakeBackend{name: n, sandboxes: backend.AllSandboxes, sessions: n == "codex" || n == "claude" || n == "gemini", answer: n + " answer"}
+		h.friends[n] = &fakeBackend{name: n, sandboxes: backend.AllSandboxes, sessions: n == "codex" || n == "claude" || n == "gemini" || n == "qwen", answer: n + " answer"}
 	}
 	h.asker = &Asker{
 		Backend: func(name string) (backend.Backend, bool) {
@@ -388,9 +388,9 @@ func TestSessions(t *testing.T) {
 	if len(list) != 2 || list[0].Turns != 2 {
 		t.Errorf("stored sessions %+v", list)
 	}
-	r.To = []string{"qwen"}
+	r.To = []string{"opencode"}
 	_, err = h.asker.Prepare(context.Background(), r)
-	wantErr(t, err, "qwen cannot continue a conversation; --session works with claude, codex, gemini")
+	wantErr(t, err, "opencode cannot continue a conversation; --session works with claude, codex, gemini, qwen")
 }
 
 func TestSessionStoreConcurrent(t *testing.T) {

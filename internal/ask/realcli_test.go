@@ -241,9 +241,6 @@ func TestRealCLIs(t *testing.T) {
 				t.Errorf("the end of a 196 KB context never reached the server")
 			}
 
-			if c.name == "qwen" {
-				return // relay keeps sessions for codex, claude and gemini
-			}
 			first := "SESSION-TURN-ONE for " + c.name
 			ask(t, first, "--session", "conv")
 			before := len(srv.requests())

@@ -85,7 +85,7 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.StringVar(&opts.Model, "model", "", "model passed to the friend CLI")
 	fl.IntVar(&opts.Timeout, "timeout", ask.DefaultTimeout, "`SECONDS` before the friend is killed (with everything it started)")
 	fl.IntVar(&opts.MaxDepth, "max-depth", ask.DefaultMaxDepth, "refuse when PHONE_A_FRIEND_DEPTH is at or above this")
-	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this `LABEL` (codex, claude, gemini)")
+	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this `LABEL` (claude, codex, gemini, qwen)")
 	fl.BoolVar(&opts.JSON, "json", false, "print {backend, model, answer, duration_ms, tokens, cost_usd} as JSON")
 	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f))
 	return cmd

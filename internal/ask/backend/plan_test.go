@@ -162,6 +162,8 @@ func TestPlanSessions(t *testing.T) {
 		{"claude", Session{ID: "u-1", Resume: true, Persist: true}, []string{"-r", "u-1"}, []string{"--add-dir", "--session-id", "--no-session-persistence"}},
 		{"gemini", Session{ID: "g-1", Persist: true}, []string{"--session-id", "g-1", "--prompt"}, []string{"--resume"}},
 		{"gemini", Session{ID: "g-1", Resume: true, Persist: true}, []string{"--resume", "g-1", "--prompt"}, []string{"--session-id"}},
+		{"qwen", Session{ID: "q-1", Persist: true}, []string{"--session-id", "q-1"}, []string{"-r"}},
+		{"qwen", Session{ID: "q-1", Resume: true, Persist: true}, []string{"-r", "q-1"}, []string{"--session-id"}},
 	}
 	for _, tt := range tests {
 		req := baseReq(ReadOnly, "")

@@ -6,7 +6,8 @@ import (
 )
 
 // qwenSpec drives Qwen Code (0.15): a positional prompt runs once (stdin
-// instead above ArgvPromptMax); --approval-mode maps the sandbox.
+// instead above ArgvPromptMax); --approval-mode maps the sandbox; a client
+// UUID pinned with --session-id is resumed with -r.
 type qwenSpec struct{}
 
 func (qwenSpec) name() string         { return "qwen" }
@@ -14,7 +15,7 @@ func (qwenSpec) exe() string          { return "qwen" }
 func (qwenSpec) label() string        { return "qwen" }
 func (qwenSpec) installHint() string  { return "npm install -g @qwen-code/qwen-code" }
 func (qwenSpec) sandboxes() []string  { return AllSandboxes }
-func (qwenSpec) sessions() bool       { return false }
+func (qwenSpec) sessions() bool       { return true }
 func (qwenSpec) emptyMessage() string { return "qwen completed without producing output" }
 
 func (qwenSpec) plan(req Request, exe, _ string) (Invocation, error) {
@@ -28,6 +29,13 @@ func (qwenSpec) plan(req Request, exe, _ string) (Invocation, error) {
 	args := []string{"--approval-mode", mode, "--output-format", "json"}
 	if req.Model != "" {
 		args = append(args, "-m", req.Model)
+	}
+	if req.Session.ID != "" {
+		if req.Session.Resume {
+			args = append(args, "-r", req.Session.ID)
+		} else {
+			args = append(args, "--session-id", req.Session.ID)
+		}
 	}
 	if len(req.Prompt) <= ArgvPromptMax {
 		return Invocation{Path: exe, Args: append(args, req.Prompt), Dir: req.Repo, Env: req.Env}, nil
