@@ -70,7 +70,7 @@ func parseEnvelope(lines []string) ([]envFile, error) {
 			cur = -1
 		case "*** Move to:":
 			if cur < 0 || files[cur].kind != "update" {
-				return nil, fmt.Errorf("line %d: *** Move to: must follow *** Update File:", i+1)
+				return nil, fmt.Errorf("line %d: *** Move to: must follow an *** Update File: line", i+1)
 			}
 			files[cur].moveTo = arg
 		default:

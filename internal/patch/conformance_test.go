@@ -242,9 +242,7 @@ func collectCases(t *testing.T, root string) []ccase {
 		ok := meta.Outcome == "success"
 		cases = append(cases, ccase{id, ok, func() (bool, string) { return runE2E(t, dir, ok, meta.MustNotExist) }})
 	}
-	for _, c := range parserFixtureCases(t, filepath.Join(root, "relaycode-e2e", "_parser-fixtures-relaycoder")) {
-		cases = append(cases, c)
-	}
+	cases = append(cases, parserFixtureCases(t, filepath.Join(root, "relaycode-e2e", "_parser-fixtures-relaycoder"))...)
 	sort.Slice(cases, func(i, j int) bool { return cases[i].id < cases[j].id })
 	return cases
 }
@@ -339,9 +337,6 @@ func runE2E(t testing.TB, dir string, wantOK bool, mustNot []string) (bool, stri
 // parserFixtureCases checks relaycoder's parser fixtures against the results
 // its parser.test.ts asserts.
 func parserFixtureCases(t testing.TB, dir string) []ccase {
-	type want struct {
-		ops []Operation
-	}
 	exp := map[string][]Operation{
 		"delete-file.md":          {{Kind: OpDelete, Path: "src/old-helper.ts"}},
 		"multi-search-replace.md": {{Kind: OpWrite, Path: "package.json", Strategy: MultiSearchReplace}},

@@ -27,23 +27,20 @@ type hline struct {
 
 // placed is an edit located in the file, with its final replacement lines.
 type placed struct {
-	idx        int
-	start, n   int      // region of the file replaced
-	repl       []string // replacement text
-	replEol    []string // per replacement line ending, "" for the dominant one
-	lv         level
-	sim        float64
-	line       int // 1-based line reported to the user
-	method     string
-	already    bool
-	seqOnly    bool // located against content changed by earlier blocks
-	order      int
-	coreStart  int
-	coreN      int
-	coreRepl   []string
-	coreEols   []string
-	parts      int
-	partsOrder int
+	idx       int
+	start, n  int      // region of the file replaced
+	repl      []string // replacement text
+	replEol   []string // per replacement line ending, "" for the dominant one
+	lv        level
+	sim       float64
+	line      int // 1-based line reported to the user
+	method    string
+	already   bool
+	order     int
+	coreStart int
+	coreN     int
+	coreRepl  []string
+	coreEols  []string
 }
 
 type engine struct {

@@ -128,17 +128,5 @@ func patchUnit(old, file []string) int {
 	return detectStyle(old).unit
 }
 
-func levels(ind string, unit int) float64 {
-	var lv float64
-	for _, c := range ind {
-		if c == '\t' {
-			lv++
-		} else {
-			lv += 1 / float64(unit)
-		}
-	}
-	return lv
-}
-
 // indentUnit guesses the width of one indentation level in space-indented lines.
 func indentUnit(lines []string) int { return detectStyle(lines).unit }

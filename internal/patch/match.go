@@ -371,24 +371,6 @@ func abs(x int) int {
 	return x
 }
 
-// windowSim is 1 - edit distance / length, summed over lines after collapsing whitespace.
-func windowSim(a, b []string) float64 {
-	total, dist := 0, 0
-	for i := range a {
-		la, lb := len(a[i]), len(b[i])
-		l := max(la, lb)
-		total += l
-		if a[i] == b[i] {
-			continue
-		}
-		dist += levenshtein(a[i], b[i])
-	}
-	if total == 0 {
-		return 1
-	}
-	return 1 - float64(dist)/float64(total)
-}
-
 // windowSimAtLeast is windowSim, giving up (ok=false) once it cannot reach minSim.
 func windowSimAtLeast(a, b []string, minSim float64) (float64, bool) {
 	total := 0
