@@ -417,3 +417,40 @@ func TestRealClaudeNested(t *testing.T) {
 		}
 	}
 }
+
+// TestRealGeminiDefaultModel: without --model gemini routes the request
+// itself (an extra JSON classifier call first); relay must still get the answer.
+func TestRealGeminiDefaultModel(t *testing.T) {
+	if os.Getenv("RELAY_REAL_CLIS") != "1" {
+		t.Skip("set RELAY_REAL_CLIS=1 to run the real friend CLIs")
+	}
+	root := repoRoot(t)
+	bin := os.Getenv("FRIEND_CLIS_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
+	}
+	relay := buildRelay(t, root)
+	srv := newFakeLLM(t, "DEFAULT-MODEL-ANSWER")
+	home := t.TempDir()
+	repo := gitRepo(t)
+	env := []string{"PATH=" + strings.Join([]string{bin, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
+		"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8"}
+	env = append(env, realCLIs[2].setup(t, home, srv.URL)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, relay, "ask", "--to", "gemini", "--prompt", "which model?", "--repo", repo, "--timeout", "120", "--json")
+	cmd.Env, cmd.Dir = env, repo
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		for _, r := range srv.requests() {
+			t.Logf("server saw %s %s model=%q", r.Method, r.Path, r.Model)
+		}
+		t.Fatalf("relay ask --to gemini (no --model): %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"answer": "DEFAULT-MODEL-ANSWER"`) {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	for _, r := range srv.requests() {
+		t.Logf("server saw %s %s model=%q", r.Method, r.Path, r.Model)
+	}
+}
