@@ -127,7 +127,7 @@ func (b *cliBackend) Plan(req Request, tmpDir string) (Invocation, error) {
 		return Invocation{}, &Error{
 			Backend: b.Name(), Kind: KindNotFound,
 			Message: fmt.Sprintf("%s CLI not found in PATH. Install it: %s", b.spec.exe(), b.InstallHint()),
-			Hint:    b.InstallHint(),
+			Hint:    b.InstallHint() + " (or pick an installed friend: relay backends)",
 		}
 	}
 	return b.spec.plan(req, exe, tmpDir)
