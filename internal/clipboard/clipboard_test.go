@@ -98,7 +98,8 @@ func TestWatchPollingSkipsInitialContent(t *testing.T) {
 	if err := os.WriteFile(file, []byte("already there"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tool, err := Detect(Env{}, "cat "+file)
+	marker := file + ".read"
+	tool, err := Detect(Env{}, "cat "+file+"; touch "+marker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +107,29 @@ func TestWatchPollingSkipsInitialContent(t *testing.T) {
 	c := &collector{}
 	done := make(chan error)
 	go func() { done <- Watch(ctx, tool, 10*time.Millisecond, c.change, c.err) }()
-	time.Sleep(50 * time.Millisecond)
-	for _, s := range []string{"first", "first", "second"} {
-		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+	// Change the clipboard only once watch has read what was there at start.
+	waitFor(t, func() bool { _, err := os.Stat(marker); return err == nil }, c)
+	put := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(file+".tmp", []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(40 * time.Millisecond)
+		if err := os.Rename(file+".tmp", file); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// readsAfter waits until watch has read the clipboard twice more.
+	readsAfter := func() {
+		for range 2 {
+			os.Remove(marker)
+			waitFor(t, func() bool { _, err := os.Stat(marker); return err == nil }, c)
+		}
+	}
+	put("first")
+	waitFor(t, func() bool { return len(c.snapshot()) == 1 }, c)
+	put("first") // the same text again is not a change
+	readsAfter()
+	put("second")
 	waitFor(t, func() bool { return len(c.snapshot()) >= 2 }, c)
 	cancel()
 	if err := <-done; err != nil {

@@ -25,7 +25,7 @@ func Watch(ctx context.Context, t *Tool, interval time.Duration, onChange func(s
 	if t.Notify != nil || len(t.Watch) > 0 {
 		var err error
 		if t.Notify != nil {
-			err = t.Notify(ctx, func() { w.check(ctx) })
+			err = t.Notify(ctx, func() { w.checkRetry(ctx) })
 		} else {
 			err = w.events(ctx)
 		}
@@ -75,15 +75,35 @@ func (w *watcher) report(err error) {
 	w.onError(err)
 }
 
-func (w *watcher) check(ctx context.Context) {
+// checkRetry is check for event-driven watching: no poll follows, so a failed
+// read is tried again a few times before the change is given up.
+func (w *watcher) checkRetry(ctx context.Context) {
+	for attempt := 0; attempt < 3; attempt++ {
+		if w.check(ctx) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// check reads the clipboard and reports new text; false means the read failed.
+func (w *watcher) check(ctx context.Context) bool {
 	text, err := w.read(ctx)
+	if err != nil {
+		return false
+	}
 	// An empty read (cleared clipboard, or a writer caught mid-update) is not
 	// a change: the same text copied again is not new.
-	if err != nil || text == "" || text == w.last {
-		return
+	if text == "" || text == w.last {
+		return true
 	}
 	w.last = text
 	w.onChange(text)
+	return true
 }
 
 // events runs the tool's watch command and checks the clipboard on every
@@ -100,7 +120,7 @@ func (w *watcher) events(ctx context.Context) error {
 	}()
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
-		w.check(ctx)
+		w.checkRetry(ctx)
 	}
 	return <-done
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,27 +48,27 @@ func TestWatchRealX11(t *testing.T) {
 			t.Setenv("WAYLAND_DISPLAY", "")
 			put := func(s string) {
 				t.Helper()
-				c := exec.Command("xclip", "-selection", "clipboard", "-i")
-				if name == "xsel" {
-					c = exec.Command("xsel", "--clipboard", "--input")
-				}
-				c.Stdin = strings.NewReader(s)
-				if err := c.Run(); err != nil {
-					t.Fatalf("put: %v", err)
-				}
-				// xsel hands the selection to a forked child: wait until it serves the new text.
+				// Put again until a read returns the new text: the forked owner may be slow to start.
 				read := &Tool{Name: "xclip", Read: []string{"xclip", "-selection", "clipboard", "-o"}}
-				deadline := time.Now().Add(5 * time.Second)
-				for {
-					got, _ := ReadWith(context.Background(), read)
-					if got == s {
-						return
+				for attempt := 0; attempt < 5; attempt++ {
+					// Always put with xclip: xsel's own forked owner sometimes stops answering under Xvfb.
+					c := exec.Command("xclip", "-selection", "clipboard", "-i")
+					c.Stdin = strings.NewReader(s)
+					if err := c.Run(); err != nil {
+						t.Fatalf("put: %v", err)
 					}
-					if time.Now().After(deadline) {
-						t.Fatalf("clipboard still %q after putting %q", got, s)
+					deadline := time.Now().Add(time.Second)
+					for time.Now().Before(deadline) {
+						ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+						got, _ := ReadWith(ctx, read)
+						cancel()
+						if got == s {
+							return
+						}
+						time.Sleep(5 * time.Millisecond)
 					}
-					time.Sleep(5 * time.Millisecond)
 				}
+				t.Fatalf("could not put %q on the clipboard", s)
 			}
 			put("before watch " + name)
 			env := System()
@@ -81,11 +82,16 @@ func TestWatchRealX11(t *testing.T) {
 			if err != nil || tool.Name != name {
 				t.Fatalf("Detect = %v, %v", tool, err)
 			}
+			// Same reader, plus a marker once a read finished, so the test changes the
+			// clipboard only after watch has seen what was there at start.
+			marker := filepath.Join(t.TempDir(), "read")
+			tool.Read = []string{"sh", "-c", `"$@"; rc=$?; touch ` + marker + `; exit $rc`, "sh", tool.Read[0]}
+			tool.Read = append(tool.Read, detectedArgs(name)...)
 			ctx, cancel := context.WithCancel(context.Background())
 			c := &collector{}
 			done := make(chan error)
 			go func() { done <- Watch(ctx, tool, time.Hour, c.change, c.err) }() // no polling: only XFixes events can deliver
-			time.Sleep(100 * time.Millisecond)
+			waitFor(t, func() bool { _, err := os.Stat(marker); return err == nil }, c)
 			put("one")
 			waitFor(t, func() bool { return len(c.snapshot()) == 1 }, c)
 			put("two\nlines")
@@ -100,4 +106,12 @@ func TestWatchRealX11(t *testing.T) {
 			}
 		})
 	}
+}
+
+// detectedArgs are the reader arguments Detect uses for name.
+func detectedArgs(name string) []string {
+	if name == "xsel" {
+		return []string{"--clipboard", "--output"}
+	}
+	return []string{"-selection", "clipboard", "-o"}
 }
