@@ -866,8 +866,11 @@ async function capsTab(ctx, r, seq) {
   const desc = h("p", { class: "muted small" });
   const schema = h("details", {}, h("summary", {}, "argument schema"));
   const out = h("div", { "data-testid": "cap-result" });
+  let argsTouched = false;
+  args.addEventListener("input", () => (argsTouched = true));
   const showCap = () => {
     const c = caps.find((x) => x.name === sel.value);
+    if (c && !argsTouched) args.value = JSON.stringify(exampleArgs(c.args_schema), null, 1).replace(/\n\s*/g, " ");
     desc.textContent = c ? `${c.description || ""}${c.cacheable ? ` · cached for ${c.cache_ttl_sec}s` : ""}` : "";
     clear(schema).append(h("summary", {}, "argument schema"), c ? jsonView(c.args_schema ?? {}) : "");
   };
@@ -910,6 +913,35 @@ async function capsTab(ctx, r, seq) {
     h("div", { class: "card" }, h("h3", {}, "Capability calls"), none, calls),
     h("div", { class: "card" }, h("h3", {}, "Invoke"), capsErr ? h("p", { class: "muted" }, capsErr) : caps.length ? form : h("p", { class: "muted" }, "No capabilities registered.")),
   );
+}
+
+/** exampleArgs makes a starting value for a JSON Schema: its required properties with defaults. */
+function exampleArgs(schema, depth = 0) {
+  if (!schema || typeof schema !== "object" || depth > 4) return {};
+  if ("default" in schema) return schema.default;
+  if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
+  if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case "object": {
+      const out = {};
+      const props = schema.properties || {};
+      const req = Array.isArray(schema.required) && schema.required.length ? schema.required : Object.keys(props).slice(0, 1);
+      for (const k of req) out[k] = exampleArgs(props[k], depth + 1);
+      return out;
+    }
+    case "array":
+      return [];
+    case "string":
+      return "";
+    case "integer":
+    case "number":
+      return typeof schema.minimum === "number" ? schema.minimum : 0;
+    case "boolean":
+      return false;
+    default:
+      return schema.properties ? exampleArgs({ ...schema, type: "object" }, depth) : {};
+  }
 }
 
 // -- start ---------------------------------------------------------------------------------
