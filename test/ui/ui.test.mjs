@@ -331,6 +331,20 @@ describe("web UI in Chromium", () => {
     await page.setViewportSize({ width: 1360, height: 900 });
   });
 
+  it("never asks for a token when the daemon has none", async () => {
+    const open = await (await Daemon.create("")).start();
+    const p2 = await ctx.newPage();
+    try {
+      await new RelayClient(open.url, { token: "" }).threadNew("no-auth-thread");
+      await p2.goto(`${open.url}/ui/`);
+      await p2.getByTestId("thread-row").filter({ hasText: "no-auth-thread" }).waitFor();
+      assert.equal(await p2.getByTestId("token-dialog").isVisible(), false);
+    } finally {
+      await p2.close();
+      await open.close();
+    }
+  });
+
   it("ran without console or page errors", () => {
     assert.deepEqual(problems, []);
   });
