@@ -223,6 +223,21 @@ class RelayClient:
                         query={"raw": 1}, headers={"Accept": "*/*"}) as resp:
             return resp.read()
 
+    def artifact_save(self, thread_id: str, ref: str, path: str) -> int:
+        """Stream the artifact's bytes to ``path`` (written atomically); returns the byte count."""
+        tmp = f"{path}.part"
+        n = 0
+        with self._open("GET", f"/threads/{self._q(thread_id)}/artifacts/{self._q(ref)}",
+                        query={"raw": 1}, headers={"Accept": "*/*"}) as resp, open(tmp, "wb") as out:
+            while True:
+                chunk = resp.read(1 << 16)
+                if not chunk:
+                    break
+                out.write(chunk)
+                n += len(chunk)
+        os.replace(tmp, path)
+        return n
+
     # -- events -------------------------------------------------------------------
 
     def events(self, thread_id: str, after: int = 0, limit: int = 100) -> List[JSON]:

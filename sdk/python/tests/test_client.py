@@ -11,6 +11,7 @@ import queue
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -205,6 +206,15 @@ class ApiTest(unittest.TestCase):
 
         with self.assertRaises(NotFoundError):
             self.c.artifact_get(tid, "0" * 26)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "blob.bin")
+            self.assertEqual(self.c.artifact_save(tid, b["ref"], path), len(blob))
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), blob)
+            with self.assertRaises(NotFoundError):
+                self.c.artifact_save(tid, "0" * 26, os.path.join(tmp, "missing.bin"))
+            self.assertEqual(sorted(os.listdir(tmp)), ["blob.bin"])
 
     def test_events_list(self):
         tid = self.c.thread_new("events")["thread_id"]
