@@ -67,12 +67,7 @@ func logRun(opts *LogOptions) error {
 	if err != nil {
 		return WithHint(err, "fix or move the broken file in .relaycode/")
 	}
-	reverted := map[string]string{}
-	for _, s := range all {
-		if by, _ := txn.RevertedBy(cfg.Dir, s); by != "" {
-			reverted[s.UUID] = by
-		}
-	}
+	reverted := txn.RevertedByMap(all)
 	entries := make([]logEntry, 0, len(all))
 	for _, s := range all {
 		entries = append(entries, logEntry{

@@ -79,6 +79,10 @@ func revertedBy(all []*State) map[string]string {
 	return by
 }
 
+// RevertedByMap maps each transaction in all (as List returns them) to the
+// revert that undid it.
+func RevertedByMap(all []*State) map[string]string { return revertedBy(all) }
+
 // RevertedBy reports the uuid of the revert transaction that undid st, if any.
 func RevertedBy(projectDir string, st *State) (string, error) {
 	all, err := List(projectDir)
