@@ -194,6 +194,10 @@ func parseHeader(h string) (p string, s Strategy, reason string) {
 	return h, "", ""
 }
 
+// validPath rejects paths that name no file; whether a path is safe to
+// write is the transaction's decision.
+func validPath(p string) bool { return p != "" && p != "." && p != "/" && p != ".." }
+
 func cleanPath(p string) string {
 	p = strings.TrimSpace(p)
 	p = strings.ReplaceAll(p, `\`, "/")
@@ -337,6 +341,10 @@ func (r *Response) blockOps(f fence) {
 	}
 	_ = lang
 	p = cleanPath(p)
+	if !validPath(p) {
+		r.ignore(f, fmt.Sprintf("no file path in the header (%q is not a file)", header))
+		return
+	}
 	if isDeleteBody(f.body) {
 		r.Operations = append(r.Operations, Operation{Kind: OpDelete, Path: p})
 		return
@@ -434,7 +442,7 @@ func (r *Response) renameOps(f fence) {
 		return
 	}
 	for _, m := range list {
-		if strings.TrimSpace(m.From) == "" || strings.TrimSpace(m.To) == "" {
+		if !validPath(cleanPath(m.From)) || !validPath(cleanPath(m.To)) {
 			r.ignore(f, "rename-file block needs non-empty \"from\" and \"to\"")
 			return
 		}
@@ -452,8 +460,12 @@ func (r *Response) envelopeOps(f fence, fallback string) {
 	}
 	for _, ef := range files {
 		p := cleanPath(ef.path)
-		if p == "" {
+		if !validPath(p) {
 			p = fallback
+		}
+		if !validPath(p) {
+			r.ignore(f, fmt.Sprintf("apply_patch section for %q names no file", ef.path))
+			return
 		}
 		switch ef.kind {
 		case "add":
@@ -491,8 +503,8 @@ func (r *Response) diffOps(body []string, p string, st Strategy) []Operation {
 			continue
 		}
 		fp := files[0].newPath
-		if fp == "/dev/null" || fp == "" {
-			if files[0].oldPath != "" && files[0].oldPath != "/dev/null" {
+		if fp == "/dev/null" || !validPath(cleanPath(fp)) {
+			if op := cleanPath(files[0].oldPath); fp == "/dev/null" && op != "/dev/null" && validPath(op) {
 				ops = append(ops, Operation{Kind: OpDelete, Path: cleanPath(files[0].oldPath)})
 			}
 			continue
