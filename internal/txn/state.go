@@ -186,8 +186,9 @@ func List(projectDir string) ([]*State, error) {
 	var out []*State
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, committedSuffix) || strings.HasSuffix(name, pendingSuffix) || strings.HasPrefix(name, ".") {
-			continue
+		if e.IsDir() || !strings.HasSuffix(name, committedSuffix) || strings.HasSuffix(name, pendingSuffix) ||
+			validUUID(strings.TrimSuffix(name, committedSuffix)) != nil {
+			continue // not a transaction record
 		}
 		s, err := readState(filepath.Join(stateDir(projectDir), name))
 		if err != nil {
