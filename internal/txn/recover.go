@@ -71,6 +71,9 @@ func recoverLocked(projectDir string) ([]Recovered, error) {
 			continue
 		}
 		id := strings.TrimSuffix(name, pendingSuffix)
+		if validUUID(id) != nil {
+			continue // relay never writes such a name
+		}
 		if Committed(projectDir, id) {
 			// Crashed between writing the committed record and removing this one.
 			if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
