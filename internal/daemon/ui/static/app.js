@@ -946,6 +946,11 @@ function exampleArgs(schema, depth = 0) {
 
 // -- start ---------------------------------------------------------------------------------
 
+// Relative times ("12s ago") stay true while the page is open.
+setInterval(() => {
+  for (const t of document.querySelectorAll("time[datetime]")) t.textContent = relTime(t.getAttribute("datetime"));
+}, 15000);
+
 updateTokenButton();
 api
   .version()
