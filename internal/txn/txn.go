@@ -407,6 +407,10 @@ func (e *Engine) lint(ctx context.Context, cmd string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("linter %q: %w", cmd, err)
 	}
+	if res.ExitCode == 126 || res.ExitCode == 127 {
+		// The shell could not start it: the count means nothing, say so.
+		e.logf("  ! The linter did not run (exit %d: %s); fix patch.linter in the config.", res.ExitCode, firstLine(strings.TrimSpace(res.Stderr)))
+	}
 	return lint.Count(res.Stdout, res.Stderr, res.ExitCode), nil
 }
 
