@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -510,8 +509,6 @@ func parallel(items []string, fn func(string) error) error {
 	wg.Wait()
 	return first
 }
-
-var _ = slices.Sort[[]string]
 
 // committedYAML is the pending record with the commit fields in place of its
 // final "approved: false" line, so the snapshot is not encoded twice (the
