@@ -597,3 +597,56 @@ func TestCommittedRecordEqualsFullEncoding(t *testing.T) {
 		t.Errorf("committed record incomplete: %+v", got)
 	}
 }
+
+func TestRecoverAfterCrashBetweenCommitAndCleanup(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a"})
+	if _, err := engine(dir).Run(context.Background(), Request{Response: response(write("a.txt", "A"))}); err != nil {
+		t.Fatal(err)
+	}
+	// The committed record exists; put back a pending record as if relay died before removing it.
+	b, err := os.ReadFile(committedPath(dir, testUUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pendingPath(dir, testUUID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Recover(dir)
+	if err != nil || len(rec) != 1 || !rec[0].Committed {
+		t.Fatalf("Recover = %+v, %v; want the committed transaction kept", rec, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(got) != "A" {
+		t.Errorf("a committed transaction was rolled back: a.txt = %q", got)
+	}
+	if len(pendingFiles(t, dir)) != 0 {
+		t.Errorf("pending record kept")
+	}
+}
+
+func TestRecoverIsIdempotentAfterPartialRollback(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a", "b.txt": "b"})
+	before := treeHash(t, dir)
+	e := engine(dir)
+	var saved []byte
+	e.Opts.ApprovalMode = "manual"
+	e.Ask = func(context.Context, string) (bool, error) {
+		saved, _ = os.ReadFile(pendingFiles(t, dir)[0])
+		return false, nil
+	}
+	if _, err := e.Run(context.Background(), Request{Response: response(write("a.txt", "A"), write("b.txt", "B"), write("c/new.txt", "n"))}); !errors.Is(err, ErrRejected) {
+		t.Fatal(err)
+	}
+	// A crash in the middle of a rollback: a.txt already restored, b.txt and c/new.txt not yet.
+	if err := os.WriteFile(pendingPath(dir, testUUID), saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, dir, map[string]string{"b.txt": "B", "c/new.txt": "n"})
+	if _, err := Recover(dir); err != nil {
+		t.Fatal(err)
+	}
+	if treeHash(t, dir) != before {
+		t.Errorf("tree not restored after an interrupted rollback")
+	}
+}
