@@ -19,7 +19,9 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/relaydev/relay/internal/daemon"
@@ -30,6 +32,7 @@ func main() {
 	reads := flag.Int("reads", 5000, "header reads to time")
 	puts := flag.Int("puts", 1000, "100 KB artifact puts")
 	conns := flag.Int("conns", 1, "concurrent connections for the put test (patches are always sequential)")
+	writers := flag.Int("writers", 8, "concurrent writers in the group-commit test (1 = skip)")
 	grow := flag.Int("grow", 1000, "patches in the growing-state test")
 	facts := flag.Int("facts", 10000, "facts in the big-thread header test")
 	syncMode := flag.String("sync", "full", "store durability: full (fsync per commit) or normal")
@@ -59,7 +62,7 @@ func main() {
 	}
 	base := info.URL
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	fmt.Printf("relay memory bench: %s, GOMAXPROCS=%d, %s, store %s (WAL, synchronous=%s)\n", runtime.Version(), runtime.GOMAXPROCS(0), base, home, *syncMode)
+	fmt.Printf("relay memory bench: %s, GOMAXPROCS=%d, %s, store %s (WAL, synchronous=%s), load average %s\n", runtime.Version(), runtime.GOMAXPROCS(0), base, home, *syncMode, loadavg())
 
 	// 1. Sequential patches from one client, each stating its base version, on a bounded
 	// state (50 facts, each patch replaces one value and appends nothing).
@@ -70,7 +73,7 @@ func main() {
 	}
 	sb, _ := json.Marshal(seed)
 	mustStatus(hc.Post(base+"/threads/"+tid+"/state/patch", "application/json", bytes.NewReader(sb)))(200)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for i := 1; i <= *patches; i++ {
 		p := fmt.Sprintf(`[{"op":"replace","path":"/facts/%d/value","value":%d}]`, i%50, i)
 		req, _ := http.NewRequest("POST", base+"/threads/"+tid+"/state/patch", bytes.NewBufferString(p))
@@ -79,7 +82,33 @@ func main() {
 		mustStatus(hc.Do(req))(200)
 	}
 	el := time.Since(start)
-	fmt.Printf("state patches:     %d sequential on a 50-fact state in %v = %.0f patches/s (target >= 2000)\n", *patches, el.Round(time.Millisecond), float64(*patches)/el.Seconds())
+	fmt.Printf("state patches:     %d sequential on a 50-fact state in %v = %.0f patches/s (target >= 2000); CPU %v/patch (client+daemon)\n", *patches, el.Round(time.Millisecond), float64(*patches)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(*patches)).Round(time.Microsecond))
+
+	// 1a. Concurrent writers, each on its own thread: group commit shares fsyncs.
+	if *writers > 1 {
+		var wwg sync.WaitGroup
+		per := *patches / *writers
+		start, cpu0 = time.Now(), cpuTime()
+		for w := 0; w < *writers; w++ {
+			wtid := newThread(hc, base)
+			wwg.Add(1)
+			go func() {
+				defer wwg.Done()
+				for i := 1; i <= per; i++ {
+					p := fmt.Sprintf(`[{"op":"add","path":"/last_actions/-","value":{"at":"2026-01-01T00:00:00Z","description":"step %d"}},{"op":"remove","path":"/last_actions/0"}]`, i)
+					if i == 1 {
+						p = `[{"op":"add","path":"/last_actions/-","value":{"at":"2026-01-01T00:00:00Z","description":"start"}}]`
+					}
+					req, _ := http.NewRequest("POST", base+"/threads/"+wtid+"/state/patch", bytes.NewBufferString(p))
+					req.Header.Set("If-Match", "v"+strconv.Itoa(i))
+					mustStatus(hc.Do(req))(200)
+				}
+			}()
+		}
+		wwg.Wait()
+		el = time.Since(start)
+		fmt.Printf("concurrent:        %d writers x %d patches in %v = %.0f patches/s; CPU %v/patch\n", *writers, per, el.Round(time.Millisecond), float64(per**writers)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(per**writers)).Round(time.Microsecond))
+	}
 
 	// 1b. The same with a growing state: each patch appends a fact (cost grows with the document).
 	gtid := newThread(hc, base)
@@ -107,7 +136,7 @@ func main() {
 	}
 	var wg sync.WaitGroup
 	next := make(chan []byte)
-	start = time.Now()
+	start, cpu0 = time.Now(), cpuTime()
 	for c := 0; c < *conns; c++ {
 		wg.Add(1)
 		go func() {
@@ -125,7 +154,7 @@ func main() {
 	close(next)
 	wg.Wait()
 	el = time.Since(start)
-	fmt.Printf("artifact puts:     %d x 100 KB over %d conn(s) in %v = %.0f puts/s (target >= 500)\n", *puts, *conns, el.Round(time.Millisecond), float64(*puts)/el.Seconds())
+	fmt.Printf("artifact puts:     %d x 100 KB over %d conn(s) in %v = %.0f puts/s (target >= 500); CPU %v/put\n", *puts, *conns, el.Round(time.Millisecond), float64(*puts)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(*puts)).Round(time.Microsecond))
 
 	// 4. A thread with many facts: header stays <= 2 KB and is served fast.
 	btid := newThread(hc, base)
@@ -151,9 +180,23 @@ func main() {
 	fmt.Printf("10k-fact header:   state %d bytes, header %d bytes (X-Relay-Truncated=%s), p50=%v p99=%v (target <= 2048 bytes, < 2ms)\n",
 		len(full), len(bytes.TrimSpace(hb)), resp.Header.Get("X-Relay-Truncated"), pct(lat, 50), pct(lat, 99))
 
+	fmt.Printf("load average at the end: %s\n", loadavg())
 	cancel()
 	check(<-done)
 	pprof.StopCPUProfile()
+}
+
+// cpuTime is this process's user+system CPU time (client and daemon both run here), so
+// figures can be compared across machines that are busy with other work.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 func newThread(hc *http.Client, base string) string {

@@ -175,3 +175,34 @@ func (s *SQLite) latestForWrite(ctx context.Context, tx *sql.Tx, b *batch, id st
 	}
 	return s.load(ctx, tx, id)
 }
+
+// hotStatements are prepared once at open: the committer runs them thousands of times and
+// parsing them dominated. (They must be prepared while no transaction holds the one writer
+// connection.)
+var hotStatements = []string{
+	`INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`,
+	`UPDATE threads SET event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ?`,
+	`INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, ?, ?, ?, ?, ?)`,
+	`UPDATE threads SET version = ?, event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ? AND version = ?`,
+	`INSERT INTO artifact_content(ref, content) VALUES (?, ?)`,
+	`UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`,
+}
+
+func (s *SQLite) prepare(ctx context.Context) error {
+	for _, q := range hotStatements {
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// exec runs a write statement, through its prepared form when it is a hot one.
+func (s *SQLite) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}

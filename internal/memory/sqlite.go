@@ -46,6 +46,7 @@ type SQLite struct {
 	now    func() time.Time
 
 	writes        chan *writeReq // to the committer goroutine (batch.go)
+	stmts         map[string]*sql.Stmt
 	quit          chan struct{}
 	committerDone chan struct{}
 
@@ -124,9 +125,13 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	migs, hooks := registered()
 	s := &SQLite{home: home, path: path, w: w, r: r, hooks: hooks, now: now,
 		cache: map[string]*cached{}, mirror: newMirror(filepath.Join(home, "threads")),
-		writes: make(chan *writeReq), quit: make(chan struct{}), committerDone: make(chan struct{})}
+		writes: make(chan *writeReq), stmts: map[string]*sql.Stmt{}, quit: make(chan struct{}), committerDone: make(chan struct{})}
 	go s.committer()
 	if err := s.migrate(migs); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.prepare(context.Background()); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -204,6 +209,9 @@ func (s *SQLite) Close() error {
 	}
 	close(s.quit)
 	<-s.committerDone
+	for _, st := range s.stmts {
+		st.Close()
+	}
 	s.mirror.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
@@ -218,8 +226,8 @@ func checkThreadID(id string) error {
 	return nil
 }
 
-func insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at Time, data []byte) (Event, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, threadID, typ, at.String(), data)
+func (s *SQLite) insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at Time, data []byte) (Event, error) {
+	res, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, threadID, typ, at.String(), data)
 	if err != nil {
 		return Event{}, err
 	}
@@ -227,7 +235,7 @@ func insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at Time,
 	if err != nil {
 		return Event{}, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE threads SET event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ?`, id, at.String(), threadID)
+	_, err = s.exec(ctx, tx, `UPDATE threads SET event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ?`, id, at.String(), threadID)
 	return Event{ID: id, ThreadID: threadID, Type: typ, At: at, Data: data}, err
 }
 
@@ -253,7 +261,7 @@ func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread
 			return nil, err
 		}
 		var err error
-		if ev, err = insertEvent(ctx, tx, id, EventThreadCreated, at, data); err != nil {
+		if ev, err = s.insertEvent(ctx, tx, id, EventThreadCreated, at, data); err != nil {
 			return nil, err
 		}
 		if _, err = tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, 1, '[]', '', ?, ?)`, id, at.String(), ev.ID); err != nil {
@@ -527,7 +535,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		}
 		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": StateRef(v), "ops": len(ops), "author": author})
 		snap := cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*len(doc) >= snapshotBytes
-		r, err := tx.ExecContext(ctx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, EventStatePatched, at.String(), data)
+		r, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, EventStatePatched, at.String(), data)
 		if err != nil {
 			return nil, err
 		}
@@ -536,7 +544,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 			return nil, err
 		}
 		ev := Event{ID: evID, ThreadID: id, Type: EventStatePatched, At: at, Data: data}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, ?, ?, ?, ?, ?)`, id, v, compact, author, at.String(), ev.ID); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, ?, ?, ?, ?, ?)`, id, v, compact, author, at.String(), ev.ID); err != nil {
 			return nil, err
 		}
 		if snap {
@@ -546,7 +554,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		}
 		// One statement moves the version and the event counters; the version guard makes a
 		// writer that bypassed this store fail instead of forking history.
-		r, err = tx.ExecContext(ctx, `UPDATE threads SET version = ?, event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ? AND version = ?`,
+		r, err = s.exec(ctx, tx, `UPDATE threads SET version = ?, event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ? AND version = ?`,
 			v, ev.ID, at.String(), id, cur.version)
 		if err != nil {
 			return nil, err
@@ -668,13 +676,13 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_content(ref, content) VALUES (?, ?)`, a.Ref, p.Content); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO artifact_content(ref, content) VALUES (?, ?)`, a.Ref, p.Content); err != nil {
 			return nil, err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
 			return nil, err
 		}
-		ev, err := insertEvent(ctx, tx, id, EventArtifactStored, at, data)
+		ev, err := s.insertEvent(ctx, tx, id, EventArtifactStored, at, data)
 		if err != nil {
 			return nil, err
 		}
@@ -829,7 +837,7 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (Eve
 		if n == 0 {
 			return nil, &NotFoundError{What: "thread", ID: id}
 		}
-		e, err := insertEvent(ctx, tx, id, typ, s.stamp(), b)
+		e, err := s.insertEvent(ctx, tx, id, typ, s.stamp(), b)
 		if err != nil {
 			return nil, err
 		}
