@@ -27,6 +27,7 @@ func main() {
 	queries := flag.Int("q", 500, "queries per kind")
 	dir := flag.String("dir", "", "store directory (default: a temp dir, removed after)")
 	reuse := flag.Bool("reuse", false, "with -dir: skip indexing and query the thread already there")
+	flag.IntVar(&search.MaxRanked, "max-ranked", search.MaxRanked, "bm25 ranks at most this many newest matches")
 	flag.Parse()
 	if err := run(*n, *window, *queries, *dir, *reuse); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -168,7 +169,7 @@ func query(ctx context.Context, st *memory.SQLite, th memory.Thread, nq int) err
 		}},
 		{"common term", func() string { return qc.words[qc.rng.IntN(20)] }},
 	}
-	fmt.Printf("bm25 top-10 queries, %d per kind:\n", nq)
+	fmt.Printf("bm25 top-10 queries, %d per kind, ranking at most %d newest matches:\n", nq, search.MaxRanked)
 	var all []time.Duration
 	for _, k := range kinds {
 		var lat []time.Duration
