@@ -447,3 +447,18 @@ func TestBatchedWritesFailAlone(t *testing.T) {
 		t.Errorf("committed state differs from the cached one")
 	}
 }
+
+func TestStateSizeCap(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	big := strings.Repeat("x", MaxStateBytes)
+	_, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":"`+big+`"}}]`), 1, "")
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || tl.Limit != MaxStateBytes {
+		t.Fatalf("oversized state: %v", err)
+	}
+	if st, _ := s.State(ctx, th.ID, 0); st.Version != 1 {
+		t.Errorf("refused patch made v%d", st.Version)
+	}
+}
