@@ -59,6 +59,8 @@ func backendsRun(ctx context.Context, opts *BackendsOptions) error {
 			detail := where
 			if s.Version != "" {
 				detail += ", " + s.Version
+			} else if s.Error != "" {
+				detail += "; version unknown: " + s.Error
 			}
 			fmt.Fprintf(io.Out, "  %s %s: available (%s)\n", io.Green("✓"), s.Name, detail)
 			continue
