@@ -18,8 +18,12 @@ install:
 # message when their tools are missing (.ci/run installs them).
 test: test-go test-sdk
 
+# The real-CLI tier of relay ask runs when scripts/install-friend-clis.sh has
+# installed codex, gemini, claude and qwen under .cache/friend-clis.
 test-go:
-	$(GO) test -race -count=1 ./...
+	@if [ -x .cache/friend-clis/node_modules/.bin/codex ]; then export RELAY_REAL_CLIS=1; \
+	  else echo "note: friend CLIs not installed (scripts/install-friend-clis.sh); the real-CLI tier of relay ask is skipped"; fi; \
+	  $(GO) test -race -count=1 -timeout 30m ./...
 
 test-sdk:
 	@if [ -x scripts/test-sdk.sh ]; then scripts/test-sdk.sh; fi
