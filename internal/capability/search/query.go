@@ -4,7 +4,11 @@ import (
 	"errors"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
+
+// MinPrefix is the shortest prefix searched as a prefix (the FTS5 prefix index covers 3 and 4).
+const MinPrefix = 3
 
 // MaxQueryLen bounds the query so a hostile one cannot make FTS5 do unbounded work.
 const MaxQueryLen = 512
@@ -56,7 +60,9 @@ func BuildMatch(q string) (string, error) {
 				continue
 			}
 			t := `"` + strings.Join(ws, " ") + `"`
-			if prefix {
+			// Prefixes under MinPrefix runes would merge the doclists of thousands of terms
+			// (seconds per query); they match as whole words instead.
+			if prefix && utf8.RuneCountInString(ws[len(ws)-1]) >= MinPrefix {
 				t += "*"
 			}
 			terms = append(terms, t)

@@ -71,6 +71,7 @@ func TestSearch(t *testing.T) {
 		{name: "and", q: Query{Query: "hello relay"}, want: []string{"notes.md"}},
 		{name: "bm25 order", q: Query{Query: "relay"}, want: []string{"deploy.txt", "notes.md"}},
 		{name: "prefix", q: Query{Query: "rel*"}, want: []string{"deploy.txt", "notes.md", "page.html"}, match: true},
+		{name: "short prefix is a word", q: Query{Query: "re*"}, want: nil},
 		{name: "phrase", q: Query{Query: `"hello world"`}, want: []string{"data.json"}},
 		{name: "phrase order matters", q: Query{Query: `"world hello"`}, want: nil},
 		{name: "or", q: Query{Query: "databases OR greeting"}, want: []string{"page.html", "data.json"}, match: true},
