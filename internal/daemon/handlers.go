@@ -309,11 +309,14 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 		}
 		p.Name, p.Type, p.CreatedBy, p.Capability, p.SourceRefs = in.Name, in.Type, in.CreatedBy, in.Capability, in.SourceRefs
 	} else {
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxArtifactBody))
-		if err != nil {
+		var buf bytes.Buffer
+		if n := r.ContentLength; n > 0 && n <= MaxArtifactBody {
+			buf.Grow(int(n) + bytes.MinRead) // one allocation instead of doubling
+		}
+		if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxArtifactBody)); err != nil {
 			return err
 		}
-		p.Content = b
+		p.Content = buf.Bytes()
 	}
 	a, err := s.store.PutArtifact(r.Context(), id, p)
 	if err != nil {

@@ -201,10 +201,6 @@ func TestArtifacts(t *testing.T) {
 	if _, err := s.PutArtifact(ctx, th.ID, PutArtifactParams{Content: make([]byte, MaxArtifactSize+1)}); !errors.As(err, &tl) {
 		t.Errorf("oversized artifact: %v", err)
 	}
-	mirror := filepath.Join(home, "threads", th.ID, "artifacts", a.Ref+".md")
-	if m, err := os.ReadFile(mirror); err != nil || !bytes.Equal(m, content) {
-		t.Errorf("mirror file %s: %v", mirror, err)
-	}
 	evs, _ := s.Events(ctx, th.ID, 0, 100)
 	var types []string
 	for _, e := range evs {
@@ -212,6 +208,11 @@ func TestArtifacts(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{EventThreadCreated, EventArtifactStored, EventArtifactStored}, types); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	s.Close() // the mirror is written asynchronously; Close flushes it
+	mirror := filepath.Join(home, "threads", th.ID, "artifacts", a.Ref+".md")
+	if m, err := os.ReadFile(mirror); err != nil || !bytes.Equal(m, content) {
+		t.Errorf("mirror file %s: %v", mirror, err)
 	}
 }
 

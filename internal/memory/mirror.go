@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -21,12 +22,27 @@ type mirror struct {
 	kick    chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
+
+	files     chan fileJob // artifact files, written off the commit path
+	filesDone chan struct{}
+}
+
+type fileJob struct {
+	path    string
+	content []byte
 }
 
 func newMirror(root string) *mirror {
 	m := &mirror{root: root, dirty: map[string]func() []byte{}, kick: make(chan struct{}, 1),
-		done: make(chan struct{}), stopped: make(chan struct{})}
+		done: make(chan struct{}), stopped: make(chan struct{}),
+		files: make(chan fileJob, 64), filesDone: make(chan struct{})}
 	go m.loop()
+	go func() {
+		defer close(m.filesDone)
+		for j := range m.files {
+			m.fail(writeFileAtomic(j.path, j.content))
+		}
+	}()
 	return m
 }
 
@@ -95,6 +111,8 @@ func (m *mirror) flush() {
 func (m *mirror) close() {
 	close(m.done)
 	<-m.stopped
+	close(m.files)
+	<-m.filesDone
 }
 
 // event appends one JSON line to threads/<id>/events.log; callers hold the write lock so
@@ -122,8 +140,9 @@ func (m *mirror) event(e Event) {
 }
 
 func (m *mirror) artifact(a Artifact, content []byte) {
-	p := filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+ExtFor(a.Type, a.Mime))
-	m.fail(writeFileAtomic(p, content))
+	// Buffered: a slow disk slows writers down (backpressure) instead of growing memory.
+	// The copy keeps the caller free to reuse its buffer.
+	m.files <- fileJob{filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+ExtFor(a.Type, a.Mime)), bytes.Clone(content)}
 }
 
 // writeFileAtomic writes via a temp file and rename so readers never see half a file.
