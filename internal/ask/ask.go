@@ -358,6 +358,9 @@ func dedupe(names []string) []string {
 	var out []string
 	for _, n := range names {
 		n = strings.TrimSpace(n)
+		if n == "" { // "codex," is a typo, not a request for a nameless friend
+			continue
+		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}

@@ -337,7 +337,7 @@ func TestFanOutAndErrors(t *testing.T) {
 	h := newHarness(t)
 	h.friends["gemini"].err = &backend.Error{Backend: "gemini", Kind: backend.KindTimeout, Message: "gemini timed out after 1s", Hint: "raise --timeout"}
 	r := okReq(t)
-	r.To = []string{"codex", "gemini", "claude", "codex"}
+	r.To = []string{"codex", "gemini", " claude", "codex", ""}
 	answers, err := h.asker.Ask(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
