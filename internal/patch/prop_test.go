@@ -375,6 +375,7 @@ func TestPropertyOtherFile(t *testing.T) {
 			continue
 		}
 		h, _ := f.hunks(true, 0, false, dmgNone)
+		ap, _ := f.applyPatchSection(dmgNone)
 		other := newFixture(seed + 100000)
 		renamed := make([]string, len(f.orig))
 		for i, l := range f.orig {
@@ -384,7 +385,10 @@ func TestPropertyOtherFile(t *testing.T) {
 			for _, c := range []struct {
 				st Strategy
 				p  string
-			}{{MultiSearchReplace, p}, {Unified, h}, {NewUnified, h}} {
+			}{{MultiSearchReplace, p}, {Unified, h}, {NewUnified, h}, {ApplyPatch, ap}} {
+				if c.p == "" {
+					continue
+				}
 				_, err := Apply(text(target), true, c.st, c.p, Options{})
 				var ae *ApplyError
 				if err == nil {
