@@ -254,3 +254,21 @@ func TestBlankLinesDiffer(t *testing.T) {
 		})
 	}
 }
+
+func TestSearchReplaceSplitsLikeAHunk(t *testing.T) {
+	orig := "func a() {\n\tsetup()\n\tlog(\"a\")\n\tx := 1\n\treturn x\n}\n"
+	// SEARCH lost the log line between its context and the change.
+	body := sr([2]string{"func a() {\n\tsetup()\n\tx := 1\n\treturn x\n", "func a() {\n\tsetup()\n\tx := 2\n\treturn x\n"})
+	res, err := Apply(orig, true, MultiSearchReplace, body, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(orig, "x := 1", "x := 2", 1); res.Content != want {
+		t.Errorf("got %q, want %q", res.Content, want)
+	}
+	// Context that is nowhere near the change is not dropped: that is another place.
+	body = sr([2]string{"func b() {\n\tsetup()\n\tx := 1\n\treturn x\n", "func b() {\n\tsetup()\n\tx := 2\n\treturn x\n"})
+	if _, err := Apply(orig, true, MultiSearchReplace, body, Options{}); err == nil {
+		t.Error("a SEARCH for func b applied inside func a")
+	}
+}

@@ -276,6 +276,9 @@ func applySR(d doc, body string, opts Options) (Result, error) {
 	edits := make([]edit, len(blocks))
 	for i, b := range blocks {
 		e := edit{idx: i + 1, old: b.search, new: b.replace, hint: -1, hintEnd: -1, insertAt: -1}
+		// As a hunk (unchanged lines are context), a block whose SEARCH does not
+		// match whole can still be placed change by change, like a unified hunk.
+		e.hunk, e.split = srHunk(b.search, b.replace), true
 		if len(e.old) == 1 && isBlank(e.old[0]) && len(b.search) == 1 {
 			e.old = nil // a lone blank SEARCH line is an empty SEARCH
 		}
@@ -292,4 +295,27 @@ func applySR(d doc, body string, opts Options) (Result, error) {
 	}
 	en := &engine{s: MultiSearchReplace, d: d, opts: opts, seqOK: true}
 	return en.run(edits)
+}
+
+// srHunk turns a SEARCH/REPLACE pair into hunk lines: lines REPLACE repeats
+// unchanged are context, the rest are removed and added lines.
+func srHunk(search, replace []string) []hline {
+	m := lcsMap(search, replace)
+	var out []hline
+	i := 0
+	for j, r := range replace {
+		if k := m[j]; k >= 0 {
+			for ; i < k; i++ {
+				out = append(out, hline{'-', search[i]})
+			}
+			out = append(out, hline{' ', r})
+			i = k + 1
+			continue
+		}
+		out = append(out, hline{'+', r})
+	}
+	for ; i < len(search); i++ {
+		out = append(out, hline{'-', search[i]})
+	}
+	return out
 }
