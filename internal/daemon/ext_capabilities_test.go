@@ -61,7 +61,7 @@ func TestCapRoutes(t *testing.T) {
 	}
 
 	code, m, raw := call(t, srv, "GET", "/cap/list", nil)
-	if code != 200 || !strings.Contains(string(raw), `"retrieval.search"`) || !strings.Contains(string(raw), `"http.fetch"`) {
+	if code != 200 || len(m["capabilities"].([]any)) != 2 || !strings.Contains(string(raw), `"retrieval.search"`) || !strings.Contains(string(raw), `"http.fetch"`) {
 		t.Fatalf("list: %d %s", code, raw)
 	}
 
