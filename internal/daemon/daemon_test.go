@@ -214,6 +214,8 @@ func TestBadInput(t *testing.T) {
 		{"bad limit", "GET", "/threads?limit=5000", "", nil, nil, 400, "bad_request"},
 		{"bad Last-Event-ID", "GET", "/threads/" + tid + "/events/stream", "", nil, []string{"Last-Event-ID", "abc"}, 400, "bad_request"},
 		{"unknown route", "GET", "/nope", "", nil, nil, 404, "not_found"},
+		{"wrong method", "DELETE", "/threads/" + tid + "/state", "", nil, nil, 405, "method_not_allowed"},
+		{"wrong method on patch", "GET", "/threads/" + tid + "/state/patch", "", nil, nil, 405, "method_not_allowed"},
 		{"cross-site write", "POST", "/threads", "application/json", []byte(`{}`), []string{"Origin", "http://evil.example"}, 403, "forbidden"},
 		{"rebinding host", "GET", "/threads", "", nil, []string{"Host", "evil.example"}, 403, "forbidden"},
 	}

@@ -94,9 +94,7 @@ func New(o Options) *Server {
 	for _, h := range hooks {
 		h(s, s.mux)
 	}
-	s.mux.Handle("/", s.api(func(w http.ResponseWriter, r *http.Request) error {
-		return notFound("no route %s %s; see docs/api.md", r.Method, r.URL.Path)
-	}))
+	s.mux.Handle("/", s.api(s.handleNoRoute))
 	return s
 }
 
@@ -128,6 +126,28 @@ func (s *Server) routes() {
 	m.Handle("GET /threads/{id}/artifacts/{ref}", s.api(s.handleGetArtifact))
 	m.Handle("GET /threads/{id}/events", s.api(s.handleEvents))
 	m.Handle("GET /threads/{id}/events/stream", s.api(s.handleStream))
+}
+
+// handleNoRoute answers what no pattern matched: 405 with Allow when the path exists for
+// other methods (the catch-all pattern hides the mux's own 405), else 404; JSON either way.
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pat := s.mux.Handler(probe); pat != "" && pat != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return &apiError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+			Msg: fmt.Sprintf("%s is not supported on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))}
+	}
+	return notFound("no route %s %s; see docs/api.md", r.Method, r.URL.Path)
 }
 
 // apiError is an error with an HTTP status and API code; Extra fields go into the error object.
