@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/debug"
 )
 
 // Group commit: every write is a writeOp run by one committer goroutine. Ops that arrive
@@ -103,7 +104,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			}
 		}
 		saved := clonePending(b.pending)
-		after, err := r.op(r.ctx, tx, b)
+		after, err := runOp(r, tx, b)
 		if err != nil {
 			errs[i] = err
 			b.pending = saved
@@ -146,6 +147,17 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 	for i, r := range reqs {
 		r.done <- errs[i]
 	}
+}
+
+// runOp runs one op, turning a panic (say, in an extension's artifact hook) into that op's
+// error: the committer must survive it, or every later write would hang.
+func runOp(r *writeReq, tx *sql.Tx, b *batch) (after func(), err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			after, err = nil, fmt.Errorf("write failed: panic: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return r.op(r.ctx, tx, b)
 }
 
 func clonePending(m map[string]*cached) map[string]*cached {

@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -461,5 +462,17 @@ func TestStateSizeCap(t *testing.T) {
 	}
 	if st, _ := s.State(ctx, th.ID, 0); st.Version != 1 {
 		t.Errorf("refused patch made v%d", st.Version)
+	}
+}
+
+func TestPanickingWriteDoesNotStopTheStore(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	err := s.WriteTx(ctx, func(tx *sql.Tx) error { panic("boom") })
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("panic not reported: %v", err)
+	}
+	if _, err := s.CreateThread(ctx, CreateThreadParams{}); err != nil {
+		t.Fatalf("store stopped after a panic: %v", err)
 	}
 }
