@@ -244,3 +244,14 @@ func Preview(hits []Hit) map[string]any {
 	}
 	return map[string]any{"count": len(hits), "results": short}
 }
+
+// Optimize merges the index into one segment (FTS5 'optimize'): queries walk one b-tree
+// instead of one per segment. It rewrites the whole index, so run it when idle.
+func Optimize(ctx context.Context, db interface {
+	WriteTx(ctx context.Context, fn func(*sql.Tx) error) error
+}) error {
+	return db.WriteTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(artifact_fts) VALUES ('optimize')`)
+		return err
+	})
+}
