@@ -32,6 +32,9 @@ func checkDaemon(ctx context.Context, f *Factory) checkResult {
 	c.HTTP = shortHTTP()
 	st, err := c.Status(ctx)
 	switch {
+	case err == nil && pid == 0 && f.Getenv("RELAY_URL") == "":
+		// No daemon holds this store, so whatever answers at the port is someone else's.
+		return checkResult{Status: statusWarn, Detail: fmt.Sprintf("not running for %s; another daemon (pid %d) answers at %s", home, st.PID, c.BaseURL), Hint: "relay up (it takes the next free port)"}
 	case err == nil:
 		if st.MirrorError != "" {
 			return checkResult{Status: statusWarn, Detail: fmt.Sprintf("running at %s (pid %d) but the file mirror failed: %s", st.URL, st.PID, st.MirrorError), Hint: "check free space and permissions of " + home}
@@ -42,7 +45,9 @@ func checkDaemon(ctx context.Context, f *Factory) checkResult {
 	default:
 		var ue *client.UnreachableError
 		if !errors.As(err, &ue) {
-			return checkResult{Status: statusFail, Detail: err.Error(), Hint: "check the token in " + home + "/config.json"}
+			// No daemon holds this store, so whatever answers at the port is
+			// someone else's (another RELAY_HOME or another program).
+			return checkResult{Status: statusWarn, Detail: fmt.Sprintf("not running for %s; another process answers at %s (%v)", home, c.BaseURL, err), Hint: "relay up (it takes the next free port)"}
 		}
 		return checkResult{Status: statusWarn, Detail: "not running (needed by thread, state and artifact commands)", Hint: "relay up"}
 	}
