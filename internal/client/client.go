@@ -27,6 +27,8 @@ type Client struct {
 	BaseURL string
 	Token   string
 	HTTP    *http.Client
+
+	offline error // set by FromHome when no daemon holds the store
 }
 
 // FromHome finds the daemon of $RELAY_HOME: RELAY_URL, else daemon.json's url, else the
@@ -52,6 +54,13 @@ func FromHome(home string, getenv func(string) string) (*Client, error) {
 		c.BaseURL = "http://127.0.0.1:" + strconv.Itoa(u.Port)
 	default:
 		return nil, err
+	}
+	if getenv("RELAY_URL") == "" {
+		// Only the daemon holding this RELAY_HOME is ours: whatever else listens on the
+		// port (another user's or another test's daemon) must never receive our data.
+		if pid, err := daemon.LockHolder(home); err == nil && pid == 0 {
+			c.offline = errors.New("no relay daemon is running for " + home)
+		}
 	}
 	return c, nil
 }
@@ -96,6 +105,9 @@ type Request struct {
 
 // Do sends req and returns the response; non-2xx answers become *APIError.
 func (c *Client) Do(ctx context.Context, req Request) (*http.Response, error) {
+	if c.offline != nil {
+		return nil, &UnreachableError{URL: c.BaseURL, Err: c.offline}
+	}
 	hr, err := http.NewRequestWithContext(ctx, req.Method, c.BaseURL+req.Path, req.Body)
 	if err != nil {
 		return nil, err

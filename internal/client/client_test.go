@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,5 +97,12 @@ func TestFromHomeFindsRecordedPort(t *testing.T) {
 	var ue *UnreachableError
 	if err := c.Health(context.Background()); !errors.As(err, &ue) {
 		t.Errorf("unreachable daemon: %v", err)
+	}
+	// Without RELAY_URL, a daemon.json that no running daemon backs is never trusted: the
+	// port may belong to someone else's daemon by now.
+	os.WriteFile(filepath.Join(home, "daemon.lock"), nil, 0o600)
+	c, _ = FromHome(home, env)
+	if err := c.Health(context.Background()); !errors.As(err, &ue) || !strings.Contains(err.Error(), "no relay daemon is running for") {
+		t.Errorf("stale daemon.json trusted: %v", err)
 	}
 }
