@@ -89,9 +89,6 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 		return WithHint(fmt.Errorf("%s is not a relay response: %w", displayName(opts.File), err),
 			"relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)")
 	}
-	if err := recoverProject(opts.IO, cfg.Dir); err != nil {
-		return err
-	}
 	eng := newEngine(opts.IO, cfg, opts.Yes)
 	req := txn.Request{Response: resp, Yes: opts.Yes}
 	if opts.DryRun {
@@ -210,7 +207,7 @@ func notify(title, body string) {
 }
 
 // recoverProject rolls back transactions a crashed relay left pending in
-// the project, and says so. Every project command calls it first.
+// the project, and says so. The root command runs it before every command.
 func recoverProject(ios *iostreams.IOStreams, dir string) error {
 	recs, err := txn.Recover(dir)
 	for _, r := range recs {

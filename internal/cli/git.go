@@ -53,9 +53,6 @@ func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := recoverProject(opts.IO, cfg.Dir); err != nil {
-		return err
-	}
 	all, err := txn.List(cfg.Dir)
 	if err != nil {
 		return err

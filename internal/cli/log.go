@@ -60,9 +60,6 @@ func logRun(opts *LogOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := recoverProject(opts.IO, cfg.Dir); err != nil {
-		return err
-	}
 	all, err := txn.List(cfg.Dir)
 	if err != nil {
 		return WithHint(err, "fix or move the broken file in .relaycode/")

@@ -60,9 +60,6 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := recoverProject(opts.IO, cfg.Dir); err != nil {
-		return err
-	}
 	ref := opts.Ref
 	if ref == "" {
 		ref = "1"

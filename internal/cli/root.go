@@ -73,6 +73,14 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
+		// Seed 002 §8: a transaction a crashed relay left pending is rolled back
+		// the next time any relay command runs in the project, before anything else.
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Name() == "completion" || cmd.HasParent() && cmd.Parent().Name() == "completion" || cmd.Name() == cobra.ShellCompRequestCmd {
+				return nil
+			}
+			return recoverWorkDir(f)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if initFlag {
 				return initRun(&InitOptions{IO: f.IO, WorkDir: f.WorkDir, Home: f.Home, Force: forceFlag})

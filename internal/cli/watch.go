@@ -80,9 +80,6 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 		return err
 	}
 	ios := opts.IO
-	if err := recoverProject(ios, cfg.Dir); err != nil {
-		return err
-	}
 	if !opts.NoPrompt {
 		text, err := prompt.System(cfg.ProjectID, cfg.Watcher.PreferredStrategy)
 		if err != nil {
