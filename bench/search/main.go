@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -27,11 +28,22 @@ func main() {
 	queries := flag.Int("q", 500, "queries per kind")
 	dir := flag.String("dir", "", "store directory (default: a temp dir, removed after)")
 	reuse := flag.Bool("reuse", false, "with -dir: skip indexing and query the thread already there")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	optimize := flag.Bool("optimize", false, "with -reuse: merge the FTS index into one segment first (FTS5 'optimize') and time it")
 	flag.IntVar(&search.MaxRanked, "max-ranked", search.MaxRanked, "bm25 ranks at most this many newest matches")
 	flag.Parse()
 	optimizeFirst = *optimize
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*n, *window, *queries, *dir, *reuse); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
