@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,7 +36,9 @@ type file struct {
 	modTime time.Time
 }
 
-var files = mustLoad()
+// files is loaded on first use: mime lookups read the system's MIME tables,
+// which would otherwise cost every relay command ~2 ms at start-up.
+var files = sync.OnceValue(mustLoad)
 
 func mustLoad() map[string]*file {
 	sub, err := fs.Sub(static, "static")
@@ -73,8 +76,8 @@ func mustLoad() map[string]*file {
 
 // Files lists the embedded file names (for tests and diagnostics).
 func Files() []string {
-	names := make([]string, 0, len(files))
-	for n := range files {
+	names := make([]string, 0, len(files()))
+	for n := range files() {
 		names = append(names, n)
 	}
 	return names
@@ -114,7 +117,7 @@ func serve(w http.ResponseWriter, r *http.Request) {
 	if p == "" {
 		p = "index.html"
 	}
-	f, ok := files[p]
+	f, ok := files()[p]
 	if !ok {
 		http.Error(w, "not found: the UI has no file "+p+"; open /ui/", http.StatusNotFound)
 		return

@@ -122,7 +122,7 @@ func TestReferencedFilesExist(t *testing.T) {
 		if !strings.HasSuffix(n, ".html") && !strings.HasSuffix(n, ".js") {
 			continue
 		}
-		for _, m := range refs.FindAllStringSubmatch(string(files[n].data), -1) {
+		for _, m := range refs.FindAllStringSubmatch(string(files()[n].data), -1) {
 			ref := m[1] + m[2]
 			if !slices.Contains(names, ref) {
 				t.Errorf("%s references %q, which is not embedded", n, ref)
