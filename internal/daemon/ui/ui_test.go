@@ -137,7 +137,7 @@ func TestNoHTMLInjectionSinks(t *testing.T) {
 	sinks := regexp.MustCompile(`\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function\(`)
 	inline := regexp.MustCompile(`<script>|<script [^>]*>[^<]|\son[a-z]+="|javascript:`)
 	for _, n := range Files() {
-		src := string(files[n].data)
+		src := string(files()[n].data)
 		if strings.HasSuffix(n, ".js") {
 			if loc := sinks.FindStringIndex(src); loc != nil {
 				t.Errorf("%s uses an HTML sink: %q", n, src[loc[0]:loc[1]])
@@ -167,7 +167,7 @@ func FuzzHandlerPath(f *testing.F) {
 		switch rec.Code {
 		case 200:
 			body := rec.Body.Bytes()
-			for _, fl := range files {
+			for _, fl := range files() {
 				if string(fl.data) == string(body) {
 					return
 				}
