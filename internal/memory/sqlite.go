@@ -286,11 +286,16 @@ func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread
 func (s *SQLite) mirrorState(id string) {
 	s.mirror.state(id, func() []byte {
 		s.cmu.RLock()
-		defer s.cmu.RUnlock()
-		if c := s.cache[id]; c != nil {
-			return c.doc
+		c := s.cache[id]
+		s.cmu.RUnlock()
+		if c == nil { // evicted since: read it back rather than leave state.json stale
+			var err error
+			if c, err = s.load(context.Background(), s.r, id); err != nil {
+				s.mirror.fail(err)
+				return nil
+			}
 		}
-		return nil
+		return c.doc
 	})
 }
 
@@ -342,12 +347,19 @@ func (s *SQLite) GetThread(ctx context.Context, id string) (Thread, error) {
 	return t, nil
 }
 
-func (s *SQLite) setCache(id string, c *cached) {
+// setCache stores a committed state (writers, after their commit). A reader's load uses
+// fillCache instead, which never replaces an entry of the same version: the writer's entry
+// may carry newer metrics.
+func (s *SQLite) setCache(id string, c *cached) { s.putCache(id, c, false) }
+
+func (s *SQLite) fillCache(id string, c *cached) { s.putCache(id, c, true) }
+
+func (s *SQLite) putCache(id string, c *cached, fill bool) {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if old := s.cache[id]; old != nil {
-		if old.version > c.version {
-			return // a writer already stored a newer version
+		if old.version > c.version || fill && old.version == c.version {
+			return // a writer already stored this version or a newer one
 		}
 		s.cacheBytes -= len(old.doc)
 	}
@@ -377,7 +389,7 @@ func (s *SQLite) latest(ctx context.Context, id string) (*cached, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.setCache(id, c)
+	s.fillCache(id, c)
 	return c, nil
 }
 
