@@ -198,6 +198,23 @@ var hotStatements = []string{
 	`UPDATE threads SET version = ?, event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ? AND version = ?`,
 	`INSERT INTO artifact_content(ref, content) VALUES (?, ?)`,
 	`UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`,
+	sqlInsertArtifact,
+	sqlThreadExists,
+	sqlArtifactByHash,
+}
+
+const (
+	sqlInsertArtifact = `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlThreadExists   = `SELECT count(*) FROM threads WHERE id = ?`
+	sqlArtifactByHash = `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = ? AND hash = ?`
+)
+
+// queryRow is exec for single-row queries.
+func (s *SQLite) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := s.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
 }
 
 func (s *SQLite) prepare(ctx context.Context) error {

@@ -666,13 +666,13 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 	var out Artifact
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		var exists int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&exists); err != nil {
+		if err := s.queryRow(ctx, tx, sqlThreadExists, id).Scan(&exists); err != nil {
 			return nil, fmt.Errorf("read thread %s: %w", id, err)
 		}
 		if exists == 0 {
 			return nil, &NotFoundError{What: "thread", ID: id}
 		}
-		if old, err := scanArtifact(tx.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = ? AND hash = ?`, id, a.Hash)); err == nil {
+		if old, err := scanArtifact(s.queryRow(ctx, tx, sqlArtifactByHash, id, a.Hash)); err == nil {
 			old.Deduplicated = true
 			out = old
 			return nil, nil
@@ -683,7 +683,7 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 		at := s.stamp()
 		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = NewRef(at.Time), at, at
 		data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
-		_, err := tx.ExecContext(ctx, `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		_, err := s.exec(ctx, tx, sqlInsertArtifact,
 			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String())
 		if err != nil {
 			return nil, err
