@@ -24,24 +24,42 @@ const Name = "retrieval.search"
 // MaxIndexedBytes caps the text indexed per artifact; the rest is still stored, just not searchable.
 const MaxIndexedBytes = 4 << 20
 
-// Schema is the FTS5 table. Thread and type are also indexed token columns (tid, ty) so
-// their filters are doclist intersections inside MATCH instead of a row lookup per match;
+// Schema is the FTS5 table plus a thread number per thread. An artifact's rowid is
+// (thread number << 32) + its sequence in the thread, so the thread filter is a rowid range:
+// FTS5 seeks inside doclists, and bm25's per-query idf pass does not have to count a thread
+// token's rows. The type is an indexed column (ty) so its filter stays inside MATCH;
 // ref/thread_id/type ride along unindexed. The prefix index makes "abc*" cheap.
 const Schema = `
 CREATE VIRTUAL TABLE IF NOT EXISTS artifact_fts USING fts5(
-	name, body, tid, ty, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
+	name, body, ty, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
 	tokenize = 'porter unicode61 remove_diacritics 2',
 	prefix = '3 4'
 );
+CREATE TABLE IF NOT EXISTS fts_threads (
+	thread_id TEXT PRIMARY KEY,
+	n         INTEGER NOT NULL UNIQUE,
+	seq       INTEGER NOT NULL
+);
 `
 
-// threadToken is the thread id as one alphanumeric token ("t" + hex without dashes).
-func threadToken(threadID string) string {
-	return "t" + strings.ReplaceAll(strings.ToLower(threadID), "-", "")
-}
+// migration replaces the first layout (0110, a thread token column) and re-indexes the store.
+const migration = `DROP TABLE IF EXISTS artifact_fts;` + Schema + `
+INSERT OR IGNORE INTO fts_threads(thread_id, n, seq)
+	SELECT thread_id, row_number() OVER (ORDER BY min(created_at)), 0 FROM artifacts GROUP BY thread_id;
+INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type)
+	SELECT (t.n << 32) + row_number() OVER (PARTITION BY a.thread_id ORDER BY a.ref), a.name,
+		CASE WHEN a.type = 'binary' THEN '' ELSE CAST(substr(c.content, 1, 4194304) AS TEXT) END,
+		a.type, a.ref, a.thread_id, a.type
+	FROM artifacts a JOIN artifact_content c ON c.ref = a.ref JOIN fts_threads t ON t.thread_id = a.thread_id
+	WHERE a.capability != 'retrieval.search';
+UPDATE fts_threads SET seq = (SELECT count(*) FROM artifact_fts f WHERE f.thread_id = fts_threads.thread_id);
+`
+
+// threadRange returns the rowid range of a thread's artifacts.
+func threadRange(n int64) (lo, hi int64) { return n << 32, n<<32 | 0xFFFFFFFF }
 
 func init() {
-	memory.RegisterMigration("0110_search_fts", Schema)
+	memory.RegisterMigration("0111_search_fts_rowid_threads", migration)
 	memory.RegisterArtifactHook(indexHook)
 }
 
@@ -67,7 +85,15 @@ func Index(ctx context.Context, tx *sql.Tx, threadID, ref, typ, name string, con
 			body = tagRE.ReplaceAllString(body, " ")
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(name, body, tid, ty, ref, thread_id, type) VALUES (?,?,?,?,?,?,?)`, name, body, threadToken(threadID), typ, ref, threadID, typ)
+	var n, seq int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO fts_threads(thread_id, n, seq)
+		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
+		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`, threadID).Scan(&n, &seq)
+	if err != nil {
+		return fmt.Errorf("index artifact %s: %w", ref, err)
+	}
+	lo, _ := threadRange(n)
+	_, err = tx.ExecContext(ctx, `INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type) VALUES (?,?,?,?,?,?,?)`, lo+seq, name, body, typ, ref, threadID, typ)
 	if err != nil {
 		return fmt.Errorf("index artifact %s: %w", ref, err)
 	}
@@ -109,30 +135,37 @@ func Search(ctx context.Context, db *sql.DB, threadID string, q Query) ([]Hit, e
 	if limit <= 0 {
 		limit = 10
 	}
-	filter := "tid:" + threadToken(threadID)
+	var n int64
+	switch err := db.QueryRowContext(ctx, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
+	case errors.Is(err, sql.ErrNoRows):
+		return []Hit{}, nil // nothing indexed in this thread yet
+	case err != nil:
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	lo, hi := threadRange(n)
+	match = "{name body}: (" + match + ")"
 	if len(q.Types) > 0 {
 		ts := make([]string, len(q.Types))
 		for i, t := range q.Types {
 			ts[i] = `"` + strings.Join(tokens(t), " ") + `"`
 		}
-		filter += " AND ty:(" + strings.Join(ts, " OR ") + ")"
+		match = "ty:(" + strings.Join(ts, " OR ") + ") AND " + match
 	}
-	match = filter + " AND {name body}: (" + match + ")"
 	// bm25 costs ~10 µs per matching row in pure-Go SQLite, so a term found in most of a
 	// huge thread would take seconds; past MaxRanked matches only the newest MaxRanked
 	// are ranked (agents mostly want recent artifacts, and such terms carry little idf).
-	query := `SELECT rowid, ref, name, type, bm25(artifact_fts, 2.0, 1.0, 0.0, 0.0) AS score
-		FROM artifact_fts WHERE artifact_fts MATCH ?`
-	args := []any{match}
 	var floor int64
-	err = db.QueryRowContext(ctx, `SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`, match, MaxRanked-1).Scan(&floor)
+	err = db.QueryRowContext(ctx, `SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
+		match, lo, hi, MaxRanked-1).Scan(&floor)
 	switch {
 	case err == nil:
-		query += ` AND rowid >= ?`
-		args = append(args, floor)
+		lo = floor
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("search: %w", err)
 	}
+	query := `SELECT rowid, ref, name, type, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
+		FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ?`
+	args := []any{match, lo, hi}
 	query += ` ORDER BY score LIMIT ?`
 	args = append(args, limit)
 	rows, err := db.QueryContext(ctx, query, args...)

@@ -163,7 +163,7 @@ func FuzzBuildMatch(f *testing.F) {
 	if _, err := db.Exec(Schema); err != nil {
 		f.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, tid, ty, ref, thread_id, type) VALUES ('n','hello relay world','t1','text','r','t','text')`); err != nil {
+	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, ty, ref, thread_id, type) VALUES ('n','hello relay world','text','r','t','text')`); err != nil {
 		f.Fatal(err)
 	}
 	for _, s := range []string{"hello", `"hello world"`, "rel*", "a OR b", `NEAR(a b)`, `a AND OR NOT ("`, "*", `"unterminated`, "col:val", "^start", "-x +y", "é ñ 中文"} {
@@ -174,7 +174,7 @@ func FuzzBuildMatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rows, err := db.Query(`SELECT ref FROM artifact_fts WHERE artifact_fts MATCH ?`, "tid:t1 AND {name body}: ("+m+")")
+		rows, err := db.Query(`SELECT ref FROM artifact_fts WHERE artifact_fts MATCH ?`, "ty:text AND {name body}: ("+m+")")
 		if err != nil {
 			t.Fatalf("BuildMatch(%q) = %q: FTS5 error %v", q, m, err)
 		}
@@ -213,5 +213,30 @@ func TestRankingCapKeepsNewest(t *testing.T) {
 	hits, err = Search(ctx, st.ReadDB(), tid, Query{Query: "kiwi", Types: []string{"tool_output"}})
 	if err != nil || len(hits) != 3 || hits[0].Type != "tool_output" {
 		t.Fatalf("type filter: %v %v", refs(hits), err)
+	}
+}
+
+func TestMigrationReindexes(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	a, b := newThread(t, st), newThread(t, st)
+	put(t, st, a, "a1.md", "markdown", "zebra one")
+	put(t, st, b, "b1.md", "markdown", "zebra two")
+	put(t, st, a, "a2.html", "html", "<p>zebra three</p>")
+	// Re-running the migration rebuilds the index from the stored artifacts.
+	if err := st.WriteTx(ctx, func(tx *sql.Tx) error { _, err := tx.Exec(migration); return err }); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := Search(ctx, st.ReadDB(), a, Query{Query: "zebra"})
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("after reindex: %v %v", refs(hits), err)
+	}
+	put(t, st, a, "a3.md", "markdown", "zebra four")
+	hits, err = Search(ctx, st.ReadDB(), a, Query{Query: "zebra"})
+	if err != nil || len(hits) != 3 {
+		t.Fatalf("put after reindex: %v %v", refs(hits), err)
+	}
+	if hits, _ := Search(ctx, st.ReadDB(), b, Query{Query: "zebra"}); len(hits) != 1 || hits[0].Name != "b1.md" {
+		t.Fatalf("thread b: %v", refs(hits))
 	}
 }
