@@ -25,6 +25,9 @@ type mirror struct {
 
 	files     chan fileJob // artifact files, written off the commit path
 	filesDone chan struct{}
+
+	logMu sync.Mutex
+	logs  map[string]*os.File // open events.log files
 }
 
 type fileJob struct {
@@ -35,7 +38,7 @@ type fileJob struct {
 func newMirror(root string) *mirror {
 	m := &mirror{root: root, dirty: map[string]func() []byte{}, kick: make(chan struct{}, 1),
 		done: make(chan struct{}), stopped: make(chan struct{}),
-		files: make(chan fileJob, 64), filesDone: make(chan struct{})}
+		files: make(chan fileJob, 64), filesDone: make(chan struct{}), logs: map[string]*os.File{}}
 	go m.loop()
 	go func() {
 		defer close(m.filesDone)
@@ -113,30 +116,55 @@ func (m *mirror) close() {
 	<-m.stopped
 	close(m.files)
 	<-m.filesDone
+	m.closeLogs()
 }
 
-// event appends one JSON line to threads/<id>/events.log; callers hold the write lock so
-// lines are in id order.
+// event appends one JSON line to threads/<id>/events.log; callers are the committer, so
+// lines are in id order. Recently used logs stay open (appending is then one syscall).
 func (m *mirror) event(e Event) {
 	line, err := json.Marshal(e)
 	if err != nil {
 		m.fail(err)
 		return
 	}
-	dir := m.threadDir(e.ThreadID)
-	f, err := os.OpenFile(filepath.Join(dir, "events.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if os.IsNotExist(err) {
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			f, err = os.OpenFile(filepath.Join(dir, "events.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	m.logMu.Lock()
+	defer m.logMu.Unlock()
+	f := m.logs[e.ThreadID]
+	if f == nil {
+		dir := m.threadDir(e.ThreadID)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			m.fail(err)
+			return
 		}
+		if f, err = os.OpenFile(filepath.Join(dir, "events.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err != nil {
+			m.fail(err)
+			return
+		}
+		if len(m.logs) >= maxOpenLogs {
+			for id, old := range m.logs { // drop an arbitrary one
+				old.Close()
+				delete(m.logs, id)
+				break
+			}
+		}
+		m.logs[e.ThreadID] = f
 	}
-	if err != nil {
+	if _, err := f.Write(append(line, '\n')); err != nil {
 		m.fail(err)
-		return
+		f.Close()
+		delete(m.logs, e.ThreadID)
 	}
-	_, err = f.Write(append(line, '\n'))
-	m.fail(err)
-	m.fail(f.Close())
+}
+
+const maxOpenLogs = 32
+
+func (m *mirror) closeLogs() {
+	m.logMu.Lock()
+	defer m.logMu.Unlock()
+	for id, f := range m.logs {
+		m.fail(f.Close())
+		delete(m.logs, id)
+	}
 }
 
 func (m *mirror) artifact(a Artifact, content []byte) {
