@@ -54,7 +54,9 @@ func TestValidateRules(t *testing.T) {
 			e.Payload = json.RawMessage(`{"chunks":[` + strings.Join(parts, ",") + `]}`)
 		}, RulePayloadSize},
 		{"note over 280 chars", func(e *Envelope) { e.Payload = json.RawMessage(`{"notes":"` + strings.Repeat("é", 281) + `"}`) }, RuleNotes},
-		{"note in list over 280", func(e *Envelope) { e.Payload = json.RawMessage(`{"x":{"note":["ok","` + strings.Repeat("n", 281) + `"]}}`) }, RuleNotes},
+		{"note in list over 280", func(e *Envelope) {
+			e.Payload = json.RawMessage(`{"x":{"note":["ok","` + strings.Repeat("n", 281) + `"]}}`)
+		}, RuleNotes},
 		{"big inline content", func(e *Envelope) { e.Payload = json.RawMessage(`{"doc":"` + strings.Repeat("x", 3000) + `"}`) }, RuleInline},
 		{"payload not json", func(e *Envelope) { e.Payload = json.RawMessage(`{`) }, RuleBadJSON},
 	}

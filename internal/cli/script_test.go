@@ -90,4 +90,3 @@ func findCorpus() string {
 	}
 	return ""
 }
-
