@@ -56,11 +56,7 @@ var fakeFriendBin = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if !fileExists(gobin) {
-		gobin = "go"
-	}
-	cmd := exec.Command(gobin, "build", "-o", tmp, "./testdata/fakefriend")
+	cmd := exec.Command("go", "build", "-o", tmp, "./testdata/fakefriend")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the fake friend CLI: %v\n%s", err, out)
