@@ -80,6 +80,10 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 		return err
 	}
 	ios := opts.IO
+	// Fail before printing the long prompt when no clipboard can be read.
+	if _, err := clipboard.Detect(opts.Env(), cfg.Clipboard.ReadCommand); err != nil {
+		return WithHint(err, "relay apply FILE   (apply a saved response without the clipboard); relay doctor")
+	}
 	if !opts.NoPrompt {
 		text, err := prompt.System(cfg.ProjectID, cfg.Watcher.PreferredStrategy)
 		if err != nil {
