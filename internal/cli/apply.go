@@ -82,7 +82,8 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 		data, err = os.ReadFile(opts.File)
 	}
 	if err != nil {
-		return fmt.Errorf("read the response: %w", err)
+		return WithHint(fmt.Errorf("read the response: %w", err),
+			"relay apply FILE with the saved LLM answer, or relay apply - < answer.md")
 	}
 	resp, err := patch.Parse(string(data))
 	if err != nil {
