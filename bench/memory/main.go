@@ -36,14 +36,28 @@ func main() {
 	grow := flag.Int("grow", 1000, "patches in the growing-state test")
 	facts := flag.Int("facts", 10000, "facts in the big-thread header test")
 	syncMode := flag.String("sync", "full", "store durability: full (fsync per commit) or normal")
-	cpuprof := flag.String("cpuprofile", "", "write a CPU profile")
+	cpuprof := flag.String("cpuprofile", "", "write one CPU profile per phase to `prefix`.<phase>.prof (patch, concurrent, grow, header, put, bigheader)")
 	flag.Parse()
-	if *cpuprof != "" {
-		f, err := os.Create(*cpuprof)
+	var profFile *os.File
+	// phase ends the running phase's profile and starts the next one's.
+	phase := func(name string) {
+		if *cpuprof == "" {
+			return
+		}
+		if profFile != nil {
+			pprof.StopCPUProfile()
+			check(profFile.Close())
+			profFile = nil
+		}
+		if name == "" {
+			return
+		}
+		f, err := os.Create(*cpuprof + "." + name + ".prof")
 		check(err)
 		check(pprof.StartCPUProfile(f))
-		defer pprof.StopCPUProfile()
+		profFile = f
 	}
+	defer phase("")
 
 	home, err := os.MkdirTemp("", "relay-bench-")
 	check(err)
@@ -73,6 +87,7 @@ func main() {
 	}
 	sb, _ := json.Marshal(seed)
 	mustStatus(hc.Post(base+"/threads/"+tid+"/state/patch", "application/json", bytes.NewReader(sb)))(200)
+	phase("patch")
 	start, cpu0 := time.Now(), cpuTime()
 	for i := 1; i <= *patches; i++ {
 		p := fmt.Sprintf(`[{"op":"replace","path":"/facts/%d/value","value":%d}]`, i%50, i)
@@ -88,6 +103,7 @@ func main() {
 	if *writers > 1 {
 		var wwg sync.WaitGroup
 		per := *patches / *writers
+		phase("concurrent")
 		start, cpu0 = time.Now(), cpuTime()
 		for w := 0; w < *writers; w++ {
 			wtid := newThread(hc, base)
@@ -112,7 +128,8 @@ func main() {
 
 	// 1b. The same with a growing state: each patch appends a fact (cost grows with the document).
 	gtid := newThread(hc, base)
-	start = time.Now()
+	phase("grow")
+	start, cpu0 = time.Now(), cpuTime()
 	for i := 1; i <= *grow; i++ {
 		p := fmt.Sprintf(`[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"k%d","value":%d}}]`, i, i, i)
 		req, _ := http.NewRequest("POST", base+"/threads/"+gtid+"/state/patch", bytes.NewBufferString(p))
@@ -120,9 +137,10 @@ func main() {
 		mustStatus(hc.Do(req))(200)
 	}
 	el = time.Since(start)
-	fmt.Printf("growing state:     %d appends (0 -> %d facts) in %v = %.0f patches/s\n", *grow, *grow, el.Round(time.Millisecond), float64(*grow)/el.Seconds())
+	fmt.Printf("growing state:     %d appends (0 -> %d facts) in %v = %.0f patches/s; CPU %v/patch\n", *grow, *grow, el.Round(time.Millisecond), float64(*grow)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(*grow)).Round(time.Microsecond))
 
 	// 2. Header read latency (thread above holds the patches' facts).
+	phase("header")
 	lat := timeGets(hc, base+"/threads/"+tid+"/state/header", *reads)
 	fmt.Printf("header read:       n=%d p50=%v p99=%v max=%v (target p99 < 2ms)\n", *reads, pct(lat, 50), pct(lat, 99), lat[len(lat)-1])
 
@@ -136,6 +154,7 @@ func main() {
 	}
 	var wg sync.WaitGroup
 	next := make(chan []byte)
+	phase("put")
 	start, cpu0 = time.Now(), cpuTime()
 	for c := 0; c < *conns; c++ {
 		wg.Add(1)
@@ -157,6 +176,7 @@ func main() {
 	fmt.Printf("artifact puts:     %d x 100 KB over %d conn(s) in %v = %.0f puts/s (target >= 500); CPU %v/put\n", *puts, *conns, el.Round(time.Millisecond), float64(*puts)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(*puts)).Round(time.Microsecond))
 
 	// 4. A thread with many facts: header stays <= 2 KB and is served fast.
+	phase("bigheader")
 	btid := newThread(hc, base)
 	const per = 500
 	for i := 0; i < *facts; i += per {
@@ -181,9 +201,9 @@ func main() {
 		len(full), len(bytes.TrimSpace(hb)), resp.Header.Get("X-Relay-Truncated"), pct(lat, 50), pct(lat, 99))
 
 	fmt.Printf("load average at the end: %s\n", loadavg())
+	phase("")
 	cancel()
 	check(<-done)
-	pprof.StopCPUProfile()
 }
 
 // cpuTime is this process's user+system CPU time (client and daemon both run here), so

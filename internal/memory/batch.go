@@ -8,8 +8,8 @@ import (
 	"runtime/debug"
 )
 
-// Group commit: every write is a writeOp run by one committer goroutine. Ops that arrive
-// while a commit (and its fsync) is in progress run together in the next transaction, each
+// Group commit: every write is a writeOp run by one leader at a time (see write). Ops that
+// arrive while a commit (and its fsync) is in progress run together in the next transaction, each
 // inside its own savepoint, so concurrent writers share one fsync while a failing op still
 // changes nothing. A single waiting op runs alone, with no batching delay.
 
@@ -35,42 +35,61 @@ const maxBatch = 64
 
 var errClosed = errors.New("the store is closed (the daemon is shutting down); retry in a moment")
 
-// write submits op and waits until it is committed or refused.
+// write submits op and waits until it is committed or refused. There is no committer
+// goroutine: the writer that takes wmu (the leader) runs every queued op in one batch, so a
+// lone writer commits on its own goroutine with no hand-offs, and writers that queue
+// behind a commit in progress share the next one.
 func (s *SQLite) write(ctx context.Context, op writeOp) error {
 	if s.closed.Load() {
 		return errClosed
 	}
-	req := &writeReq{ctx: ctx, op: op, done: make(chan error, 1)}
-	select {
-	case s.writes <- req: // unbuffered: once sent, the committer owns the request and answers it
-	case <-s.quit:
-		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return <-req.done
+	req := &writeReq{ctx: ctx, op: op, done: make(chan error, 1)}
+	s.qmu.Lock()
+	s.queue = append(s.queue, req)
+	s.qmu.Unlock()
+	for {
+		s.wmu.Lock()
+		select {
+		case err := <-req.done: // a leader ran it (or Close refused it)
+			s.wmu.Unlock()
+			return err
+		default:
+		}
+		s.qmu.Lock()
+		n := min(len(s.queue), maxBatch)
+		reqs := append([]*writeReq(nil), s.queue[:n]...)
+		s.queue = append(s.queue[:0], s.queue[n:]...)
+		s.qmu.Unlock()
+		if s.shut {
+			for _, r := range reqs {
+				r.done <- errClosed
+			}
+		} else if len(reqs) > 0 {
+			s.runBatch(reqs)
+		}
+		s.wmu.Unlock()
+		select {
+		case err := <-req.done:
+			return err
+		default: // more than maxBatch were ahead of us: lead again
+		}
+	}
 }
 
-func (s *SQLite) committer() {
-	defer close(s.committerDone)
-	for {
-		var first *writeReq
-		select {
-		case first = <-s.writes:
-		case <-s.quit:
-			return
-		}
-		reqs := []*writeReq{first}
-	collect:
-		for len(reqs) < maxBatch {
-			select {
-			case r := <-s.writes:
-				reqs = append(reqs, r)
-			default:
-				break collect
-			}
-		}
-		s.runBatch(reqs)
+// shutWrites waits for the batch in progress and refuses every queued and later write.
+func (s *SQLite) shutWrites() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.shut = true
+	s.qmu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.qmu.Unlock()
+	for _, r := range q {
+		r.done <- errClosed
 	}
 }
 
@@ -104,7 +123,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			}
 		}
 		saved := clonePending(b.pending)
-		after, err := runOp(r, tx, b)
+		after, err := s.runOp(r, tx, b)
 		if err != nil {
 			errs[i] = err
 			b.pending = saved
@@ -140,7 +159,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 	} else {
 		for _, a := range afters {
 			if a != nil {
-				a()
+				s.runAfter(a)
 			}
 		}
 	}
@@ -151,13 +170,24 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 
 // runOp runs one op, turning a panic (say, in an extension's artifact hook) into that op's
 // error: the committer must survive it, or every later write would hang.
-func runOp(r *writeReq, tx *sql.Tx, b *batch) (after func(), err error) {
+func (s *SQLite) runOp(r *writeReq, tx *sql.Tx, b *batch) (after func(), err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			after, err = nil, fmt.Errorf("write failed: panic: %v\n%s", v, debug.Stack())
 		}
 	}()
-	return r.op(r.ctx, tx, b)
+	return r.op(context.WithValue(r.ctx, stmtsKey{}, s.stmts), tx, b)
+}
+
+// runAfter runs a committed op's follow-up (cache, mirror, wake-ups); a panic there is a
+// mirror failure, never a lost answer: the batch's writers are still waiting for theirs.
+func (s *SQLite) runAfter(a func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.mirror.fail(fmt.Errorf("after commit: panic: %v", v))
+		}
+	}()
+	a()
 }
 
 func clonePending(m map[string]*cached) map[string]*cached {
@@ -218,7 +248,7 @@ func (s *SQLite) queryRow(ctx context.Context, tx *sql.Tx, query string, args ..
 }
 
 func (s *SQLite) prepare(ctx context.Context) error {
-	for _, q := range hotStatements {
+	for _, q := range append(hotStatements[:len(hotStatements):len(hotStatements)], registeredStatements()...) {
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)

@@ -33,9 +33,9 @@ const (
 	cacheBytes    = 128 << 20
 )
 
-// SQLite is the SQLite-backed Store. All writes go through one committer goroutine on one
-// connection (batch.go), so version checks, event ids and mirror order are serialized and
-// concurrent writers share fsyncs; reads use a separate pool.
+// SQLite is the SQLite-backed Store. All writes run one batch at a time on one connection
+// (batch.go), so version checks, event ids and mirror order are serialized and concurrent
+// writers share fsyncs; reads use a separate pool.
 type SQLite struct {
 	home   string
 	path   string
@@ -45,10 +45,11 @@ type SQLite struct {
 	broker broker
 	now    func() time.Time
 
-	writes        chan *writeReq // to the committer goroutine (batch.go)
-	stmts         map[string]*sql.Stmt
-	quit          chan struct{}
-	committerDone chan struct{}
+	wmu   sync.Mutex // held by the writer running a batch (batch.go)
+	qmu   sync.Mutex
+	queue []*writeReq // writes waiting for the next batch
+	shut  bool        // under wmu: Close refuses further writes
+	stmts map[string]*sql.Stmt
 
 	cmu        sync.RWMutex
 	cache      map[string]*cached // latest state per thread
@@ -60,13 +61,37 @@ type SQLite struct {
 }
 
 // cached is an immutable snapshot of a thread's latest state; replaced, never mutated
-// (except the lazily computed header).
+// (except the lazily computed header and encoding). It holds the decoded document so a
+// patch costs about what it changes; the JSON is encoded only when someone needs it.
 type cached struct {
 	version   int
-	doc       []byte
+	st        *statedoc.State
+	size      int // upper bound of len(JSON), exact when it was encoded at creation
 	sinceSnap int // versions since the last stored snapshot
 	metrics   Metrics
 	header    atomic.Pointer[Header]
+}
+
+// newCached wraps a parsed state whose JSON is doc (nil: not encoded yet, size is a bound).
+func newCached(version int, st *statedoc.State, doc []byte, size, sinceSnap int, m Metrics) *cached {
+	if doc != nil {
+		size = len(doc)
+	}
+	return &cached{version: version, st: st, size: size, sinceSnap: sinceSnap, metrics: m}
+}
+
+// json is the compact document (encoded once per version).
+func (c *cached) json() ([]byte, error) { return c.st.JSON() }
+
+// sizeBound bounds the encoded size of the state after patch is applied to a state of at
+// most old bytes, without encoding it: an add/replace/move writes at most 6 bytes per byte
+// of its operation (worst-case escaping) plus separators, and stamping the version and time
+// adds a few bytes. A copy can duplicate anything, so it has no bound (-1).
+func sizeBound(old int, patch []byte, nops int) int {
+	if bytes.Contains(patch, []byte("copy")) {
+		return -1
+	}
+	return old + 6*len(patch) + 8*nops + 64
 }
 
 // Options tune OpenSQLite.
@@ -125,8 +150,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	migs, hooks := registered()
 	s := &SQLite{home: home, path: path, w: w, r: r, hooks: hooks, now: now,
 		cache: map[string]*cached{}, mirror: newMirror(filepath.Join(home, "threads")),
-		writes: make(chan *writeReq), stmts: map[string]*sql.Stmt{}, quit: make(chan struct{}), committerDone: make(chan struct{})}
-	go s.committer()
+		stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(migs); err != nil {
 		s.Close()
 		return nil, err
@@ -192,7 +216,7 @@ func (s *SQLite) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
 func (s *SQLite) Forget(threadID string) {
 	s.cmu.Lock()
 	if c := s.cache[threadID]; c != nil {
-		s.cacheBytes -= len(c.doc)
+		s.cacheBytes -= c.size
 		delete(s.cache, threadID)
 	}
 	s.cmu.Unlock()
@@ -207,8 +231,7 @@ func (s *SQLite) Close() error {
 		s.stopRepair()
 		<-s.repairDone
 	}
-	close(s.quit)
-	<-s.committerDone
+	s.shutWrites()
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -249,10 +272,14 @@ func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread
 	if doc == nil {
 		return Thread{}, errors.New("statedoc.New returned no document")
 	}
+	st, err := statedoc.Parse(doc)
+	if err != nil {
+		return Thread{}, fmt.Errorf("create thread: new state: %w", err)
+	}
 	data, _ := json.Marshal(map[string]string{"name": p.Name})
 	var at Time
 	var ev Event
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		at = s.stamp()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1)`, id, p.Name, at.String(), at.String()); err != nil {
 			return nil, err
@@ -267,7 +294,7 @@ func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread
 		if _, err = tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, 1, '[]', '', ?, ?)`, id, at.String(), ev.ID); err != nil {
 			return nil, err
 		}
-		c := &cached{version: 1, doc: doc}
+		c := newCached(1, st, nil, len(doc), 0, Metrics{})
 		b.pending[id] = c
 		return func() {
 			s.setCache(id, c)
@@ -295,7 +322,12 @@ func (s *SQLite) mirrorState(id string) {
 				return nil
 			}
 		}
-		return c.doc
+		doc, err := c.json()
+		if err != nil {
+			s.mirror.fail(err)
+			return nil
+		}
+		return doc
 	})
 }
 
@@ -361,17 +393,17 @@ func (s *SQLite) putCache(id string, c *cached, fill bool) {
 		if old.version > c.version || fill && old.version == c.version {
 			return // a writer already stored this version or a newer one
 		}
-		s.cacheBytes -= len(old.doc)
+		s.cacheBytes -= old.size
 	}
 	for k, v := range s.cache { // evict arbitrary entries to stay within budget
-		if s.cacheBytes+len(c.doc) <= cacheBytes {
+		if s.cacheBytes+c.size <= cacheBytes {
 			break
 		}
-		s.cacheBytes -= len(v.doc)
+		s.cacheBytes -= v.size
 		delete(s.cache, k)
 	}
 	s.cache[id] = c
-	s.cacheBytes += len(c.doc)
+	s.cacheBytes += c.size
 }
 
 // latest returns the cached latest state, rebuilding it from the database on a miss.
@@ -405,25 +437,29 @@ func (s *SQLite) load(ctx context.Context, q querier, id string) (*cached, error
 	if err != nil {
 		return nil, fmt.Errorf("read thread %s: %w", id, err)
 	}
-	doc, snapV, err := s.rebuild(ctx, q, id, version)
+	st, doc, snapV, err := s.rebuild(ctx, q, id, version)
 	if err != nil {
 		return nil, err
 	}
-	return &cached{version: version, doc: doc, sinceSnap: version - snapV, metrics: m}, nil
+	return newCached(version, st, doc, 0, version-snapV, m), nil
 }
 
-// rebuild reconstructs version v from the nearest snapshot and the patches after it.
-func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (doc []byte, snapV int, err error) {
+// rebuild reconstructs version v from the nearest snapshot and the patches after it,
+// decoding the snapshot once. doc is its JSON when v is the snapshot itself, else nil.
+func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *statedoc.State, doc []byte, snapV int, err error) {
 	err = q.QueryRowContext(ctx, `SELECT version, doc FROM state_snapshots WHERE thread_id = ? AND version <= ? ORDER BY version DESC LIMIT 1`, id, v).Scan(&snapV, &doc)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
+		return nil, nil, 0, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
+	}
+	if st, err = statedoc.Parse(doc); err != nil {
+		return nil, nil, 0, fmt.Errorf("read state snapshot v%d of thread %s: %w", snapV, id, err)
 	}
 	if snapV == v {
-		return doc, snapV, nil
+		return st, doc, snapV, nil
 	}
 	rows, err := q.QueryContext(ctx, `SELECT version, patch, created_at FROM state_versions WHERE thread_id = ? AND version > ? AND version <= ? ORDER BY version`, id, snapV, v)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read state history of thread %s: %w", id, err)
+		return nil, nil, 0, fmt.Errorf("read state history of thread %s: %w", id, err)
 	}
 	defer rows.Close()
 	next := snapV + 1
@@ -432,23 +468,23 @@ func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (doc 
 		var patch []byte
 		var at string
 		if err := rows.Scan(&ver, &patch, &at); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		if ver != next {
-			return nil, 0, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
+			return nil, nil, 0, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
 		}
-		if doc, err = statedoc.ApplyPatch(doc, patch, ver, parseTime(at).Time); err != nil {
-			return nil, 0, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
+		if st, err = st.Patch(patch, ver, parseTime(at).Time); err != nil {
+			return nil, nil, 0, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
 		}
 		next++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if next != v+1 {
-		return nil, 0, fmt.Errorf("state history of thread %s ends at v%d, want v%d", id, next-1, v)
+		return nil, nil, 0, fmt.Errorf("state history of thread %s ends at v%d, want v%d", id, next-1, v)
 	}
-	return doc, snapV, nil
+	return st, nil, snapV, nil
 }
 
 // State implements Store.
@@ -458,14 +494,23 @@ func (s *SQLite) State(ctx context.Context, id string, version int) (State, erro
 		return State{}, err
 	}
 	if version == 0 || version == c.version {
-		return State{ThreadID: id, Version: c.version, Doc: c.doc}, nil
+		doc, err := c.json()
+		if err != nil {
+			return State{}, fmt.Errorf("encode state of thread %s: %w", id, err)
+		}
+		return State{ThreadID: id, Version: c.version, Doc: doc}, nil
 	}
 	if version < 0 || version > c.version {
 		return State{}, &NotFoundError{What: "version", ID: fmt.Sprintf("%s of thread %s (latest is %s)", StateRef(version), id, StateRef(c.version))}
 	}
-	doc, _, err := s.rebuild(ctx, s.r, id, version)
+	st, doc, _, err := s.rebuild(ctx, s.r, id, version)
 	if err != nil {
 		return State{}, err
+	}
+	if doc == nil {
+		if doc, err = st.JSON(); err != nil {
+			return State{}, fmt.Errorf("encode state of thread %s: %w", id, err)
+		}
 	}
 	return State{ThreadID: id, Version: version, Doc: doc}, nil
 }
@@ -479,7 +524,7 @@ func (s *SQLite) Header(ctx context.Context, id string) (Header, error) {
 	if h := c.header.Load(); h != nil {
 		return *h, nil
 	}
-	b, t, err := statedoc.HeaderInfo(c.doc, statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided})
+	b, t, err := c.st.Header(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided})
 	if err != nil {
 		return Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
@@ -538,15 +583,25 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		}
 		v := cur.version + 1
 		at := s.stamp()
-		doc, err := statedoc.ApplyPatch(cur.doc, patch, v, at.Time)
+		st, err := cur.st.Patch(patch, v, at.Time)
 		if err != nil {
 			return nil, patchError(err)
 		}
-		if len(doc) > MaxStateBytes {
+		// Encode only when the size bound cannot prove the cap holds, or for a snapshot.
+		var doc []byte
+		size := sizeBound(cur.size, patch, len(ops))
+		snap := cur.sinceSnap+1 >= snapshotEvery || size < 0 || (cur.sinceSnap+1)*size >= snapshotBytes
+		if snap || size > MaxStateBytes {
+			if doc, err = st.JSON(); err != nil {
+				return nil, patchError(err)
+			}
+			size = len(doc)
+			snap = cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*size >= snapshotBytes
+		}
+		if size > MaxStateBytes {
 			return nil, &TooLargeError{What: "the patched state", Limit: MaxStateBytes}
 		}
 		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": StateRef(v), "ops": len(ops), "author": author})
-		snap := cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*len(doc) >= snapshotBytes
 		r, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, EventStatePatched, at.String(), data)
 		if err != nil {
 			return nil, err
@@ -579,7 +634,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		if snap {
 			since = 0
 		}
-		c := &cached{version: v, doc: doc, sinceSnap: since, metrics: cur.metrics}
+		c := newCached(v, st, doc, size, since, cur.metrics)
 		b.pending[id] = c
 		res = PatchResult{ThreadID: id, Version: v, StateRef: StateRef(v), EventID: ev.ID}
 		return func() {
@@ -931,7 +986,7 @@ func (s *SQLite) AddMetrics(ctx context.Context, id string, m Metrics) error {
 			return nil, nil // not cached: the next load reads the new counters
 		}
 		// A new entry (not a mutation): the old one's cached header has the old metrics.
-		c := &cached{version: base.version, doc: base.doc, sinceSnap: base.sinceSnap, metrics: cur}
+		c := &cached{version: base.version, st: base.st, size: base.size, sinceSnap: base.sinceSnap, metrics: cur}
 		b.pending[id] = c
 		return func() { s.setCache(id, c) }, nil
 	})
