@@ -157,6 +157,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			}
 		}
 	} else {
+		s.kickCheckpoint()
 		for _, a := range afters {
 			if a != nil {
 				s.runAfter(a)

@@ -37,13 +37,13 @@ const (
 // (batch.go), so version checks, event ids and mirror order are serialized and concurrent
 // writers share fsyncs; reads use a separate pool.
 type SQLite struct {
-	home   string
-	path   string
-	w, r   *sql.DB
-	hooks  []ArtifactHook
-	mirror *mirror
-	broker broker
-	now    func() time.Time
+	home     string
+	path     string
+	w, r, ck *sql.DB // writer, readers, checkpointer
+	hooks    []ArtifactHook
+	mirror   *mirror
+	broker   broker
+	now      func() time.Time
 
 	wmu   sync.Mutex // held by the writer running a batch (batch.go)
 	qmu   sync.Mutex
@@ -55,6 +55,8 @@ type SQLite struct {
 	cache      map[string]*cached // latest state per thread
 	cacheBytes int
 	closed     atomic.Bool
+
+	ckKick, ckQuit, ckDone chan struct{}
 
 	stopRepair func()
 	repairDone chan struct{}
@@ -130,7 +132,9 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		q.Set("_txlock", "immediate")
 		return "file:" + path + "?" + q.Encode()
 	}
-	w, err := sql.Open("sqlite", dsn(""))
+	// The checkpointer (checkpoint.go) copies the WAL into the database off the commit path;
+	// the writer checkpoints by itself only if it falls far behind.
+	w, err := sql.Open("sqlite", dsn(fmt.Sprintf("wal_autocheckpoint(%d)", fallbackCheckpointPages)))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -143,14 +147,22 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
+	ck, err := sql.Open("sqlite", dsn(""))
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	ck.SetMaxOpenConns(1)
 	now := opt.Now
 	if now == nil {
 		now = time.Now
 	}
 	migs, hooks := registered()
-	s := &SQLite{home: home, path: path, w: w, r: r, hooks: hooks, now: now,
+	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, hooks: hooks, now: now,
 		cache: map[string]*cached{}, mirror: newMirror(filepath.Join(home, "threads")),
-		stmts: map[string]*sql.Stmt{}}
+		stmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
+	go s.checkpointer()
 	if err := s.migrate(migs); err != nil {
 		s.Close()
 		return nil, err
@@ -232,11 +244,13 @@ func (s *SQLite) Close() error {
 		<-s.repairDone
 	}
 	s.shutWrites()
+	close(s.ckQuit)
+	<-s.ckDone
 	for _, st := range s.stmts {
 		st.Close()
 	}
 	s.mirror.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.ck.Close(), s.r.Close(), s.w.Close())
 }
 
 // stamp is the current time truncated to milliseconds, so replayed versions stamp the same text.

@@ -1,0 +1,103 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory/statedoc"
+)
+
+// The cached state skips encoding when sizeBound proves the size cap holds, so the bound
+// must never be below the real size, whatever the values' escaping.
+func TestSizeBoundCoversEncodedSize(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	alphabet := []string{"a", "<", "\"", "\\", "\n", "\u0001", "é", "€", "😀", "~", "/", " "}
+	randText := func() string {
+		var b strings.Builder
+		for n := rng.Intn(40); n > 0; n-- {
+			b.WriteString(alphabet[rng.Intn(len(alphabet))])
+		}
+		return b.String()
+	}
+	doc := statedoc.NewAt("3f1c2a9e-6b7d-4e5f-8a9b-0c1d2e3f4a5b", time.Unix(0, 0))
+	st, err := statedoc.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(doc)
+	for v := 2; v < 400; v++ {
+		var ops []map[string]any
+		for n := 1 + rng.Intn(3); n > 0; n-- {
+			ops = append(ops, map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{
+				"id": fmt.Sprintf("f%d-%d", v, n), "key": "k" + randText(), "value": randText()}})
+		}
+		if v%5 == 0 {
+			ops = append(ops, map[string]any{"op": "remove", "path": "/facts/0"})
+		}
+		patch, _ := json.Marshal(ops)
+		next, err := st.Patch(patch, v, time.Unix(int64(v)*1000, int64(v)))
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		bound := sizeBound(size, patch, len(ops))
+		got, _ := next.JSON()
+		if bound < len(got) {
+			t.Fatalf("v%d: bound %d below encoded size %d for patch %s", v, bound, len(got), patch)
+		}
+		st, size = next, bound // chain bounds as the store does between snapshots
+		if v%64 == 0 {
+			size = len(got)
+		}
+	}
+	if sizeBound(10, []byte(`[{"op":"copy","from":"/facts","path":"/open_questions"}]`), 1) >= 0 {
+		t.Error("a copy must have no bound (it can duplicate anything)")
+	}
+}
+
+// A copy can double the document without the patch being large; the cap must still hold.
+func TestStateSizeCapCopy(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	big := strings.Repeat("x", MaxStateBytes*2/3)
+	if _, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":"`+big+`"}}]`), 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"copy","from":"/facts/0/value","path":"/facts/0/key"}]`), 2, "")
+	var tl *TooLargeError
+	if !errors.As(err, &tl) {
+		t.Fatalf("copy past the cap: %v", err)
+	}
+	if st, _ := s.State(ctx, th.ID, 0); st.Version != 2 {
+		t.Errorf("refused copy made v%d", st.Version)
+	}
+}
+
+// Many small patches after a large one: the bound grows until it crosses the cap, then the
+// exact size decides, so a state just under the cap still accepts patches.
+func TestStateNearCapStillPatchable(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	big := strings.Repeat("x", MaxStateBytes-1500) // the bound crosses the cap after a few patches
+	if _, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":"`+big+`"}}]`), 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	for v := 2; v < 8; v++ {
+		p := fmt.Sprintf(`[{"op":"replace","path":"/facts/0/key","value":"k%d"}]`, v)
+		if _, err := s.PatchState(ctx, th.ID, []byte(p), v, ""); err != nil {
+			t.Fatalf("v%d: %v", v+1, err)
+		}
+	}
+	s.Forget(th.ID)
+	st, err := s.State(ctx, th.ID, 0)
+	if err != nil || st.Version != 8 || !strings.Contains(string(st.Doc), `"k7"`) {
+		t.Fatalf("after reload: v%d %v", st.Version, err)
+	}
+}
