@@ -210,6 +210,16 @@ func TestDiff(t *testing.T) {
 		t.Errorf("diff-base envelope tail %q, git calls %q", p.Envelope[len(p.Envelope)-40:], h.gitCalls)
 	}
 
+	// a base that looks like an option never reaches git
+	h.gitCalls = nil
+	r.DiffBase = "--output=/tmp/x"
+	_, err = h.asker.Prepare(ctx, r)
+	wantErr(t, err, "Invalid diff base: --output=/tmp/x (a git ref cannot start with '-')")
+	if len(h.gitCalls) != 0 {
+		t.Errorf("git ran for an option-like diff base: %q", h.gitCalls)
+	}
+	r.DiffBase = "main"
+
 	// an empty diff adds no section
 	h.gitOut = map[string]string{}
 	p, _ = h.asker.Prepare(ctx, r)
