@@ -63,6 +63,8 @@ func apiErr(err error, threadID string) error {
 			return WithHint(err, "relay state get --thread "+threadID)
 		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
 			return WithHint(err, "relay runs")
+		case ae.Status == 404 && strings.HasPrefix(ae.Message, "version ") && threadID != "":
+			return WithHint(err, "relay state get --thread "+threadID)
 		case ae.Status == 404 && threadID != "":
 			return WithHint(err, "relay artifact ls --thread "+threadID)
 		}
