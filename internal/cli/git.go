@@ -61,8 +61,12 @@ func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
 		return WithHint(errors.New("no committed transaction to commit"), "relay apply FILE, or relay watch")
 	}
 	st := all[0]
-	fmt.Fprintf(opts.IO.ErrOut, "Latest transaction %s:\n", st.UUID)
 	msg := strings.TrimSpace(st.GitCommitMsg)
+	// Running relay git commit again cannot help: the response had no message.
+	if msg == "" {
+		return WithHint(fmt.Errorf("transaction %s has no gitCommitMsg, so relay has no message to commit it with", st.UUID), `git add -A && git commit -m "…"   (commit it yourself)`)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Latest transaction %s:\n", st.UUID)
 	for _, l := range strings.Split(msg, "\n") {
 		fmt.Fprintf(opts.IO.ErrOut, "  %s\n", l)
 	}

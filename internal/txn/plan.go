@@ -47,6 +47,10 @@ type patchError struct {
 }
 
 func (e *patchError) Error() string {
+	// Operation errors (opError) name their paths themselves.
+	if e.Path == "" {
+		return e.Err.Error()
+	}
 	return fmt.Sprintf("cannot apply the %s block to %s: %v", e.Strategy, e.Path, e.Err)
 }
 

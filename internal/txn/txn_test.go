@@ -650,3 +650,12 @@ func TestRecoverIsIdempotentAfterPartialRollback(t *testing.T) {
 		t.Errorf("tree not restored after an interrupted rollback")
 	}
 }
+
+func TestDeleteMissingSaysWhichFile(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "one\n"})
+	_, err := engine(dir).Run(context.Background(), Request{Response: response(patch.Operation{Kind: patch.OpDelete, Path: "gone.txt"})})
+	if err == nil || !strings.Contains(err.Error(), "operation 1 deletes gone.txt, which does not exist") || strings.Contains(err.Error(), "block to :") {
+		t.Fatalf("error = %v, want it to name gone.txt without an empty block path", err)
+	}
+}
