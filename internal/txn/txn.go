@@ -113,7 +113,12 @@ func (e *SkipError) Error() string { return "skipping patch: " + e.Reason }
 type NeedsApprovalError struct{ Reason string }
 
 func (e *NeedsApprovalError) Error() string {
-	return e.Reason + " There is no terminal to ask on"
+	// Reason is a progress line ("Manual approval required…."); errors are lowercase.
+	r := strings.TrimSuffix(e.Reason, ".")
+	if r != "" {
+		r = strings.ToLower(r[:1]) + r[1:]
+	}
+	return r + ", and there is no terminal to ask on"
 }
 
 // ErrRejected is the user answering no at the approval prompt.

@@ -659,3 +659,15 @@ func TestDeleteMissingSaysWhichFile(t *testing.T) {
 		t.Fatalf("error = %v, want it to name gone.txt without an empty block path", err)
 	}
 }
+
+func TestNeedsApprovalMessageIsOneLowercaseSentence(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "one\n"})
+	e := engine(dir)
+	e.Opts.ApprovalMode = "manual"
+	_, err := e.Run(context.Background(), Request{Response: response(write("a.txt", "two\n"))})
+	want := `manual approval required because "approvalMode" is "manual", and there is no terminal to ask on; so the transaction was rolled back`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error = %v, want prefix %q", err, want)
+	}
+}
