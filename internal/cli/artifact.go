@@ -104,6 +104,9 @@ func artifactPutRun(ctx context.Context, opts *ArtifactPutOptions) error {
 	if err != nil {
 		return err
 	}
+	if id, err = threadRef(ctx, c, id); err != nil {
+		return err
+	}
 	a, err := c.PutArtifact(ctx, id, client.PutArtifactParams{Name: name, Type: opts.Type, CreatedBy: createdBy, Capability: opts.Capability, Content: body})
 	if err != nil {
 		return apiErr(err, id)
@@ -155,6 +158,9 @@ func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
 	}
 	c, err := memoryClient(opts.F)
 	if err != nil {
+		return err
+	}
+	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	if opts.Out == "" {
@@ -250,6 +256,9 @@ func artifactLsRun(ctx context.Context, opts *ArtifactLsOptions) error {
 	}
 	c, err := memoryClient(opts.F)
 	if err != nil {
+		return err
+	}
+	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	as, err := c.ListArtifacts(ctx, id, opts.Type, opts.Limit)

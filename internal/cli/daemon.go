@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/client"
@@ -372,4 +373,12 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// threadRef lets memory commands take an id prefix or a thread name too; a full id costs no lookup.
+func threadRef(ctx context.Context, c *client.Client, id string) (string, error) {
+	if _, err := uuid.Parse(id); err == nil && len(id) == 36 {
+		return id, nil
+	}
+	return resolveThread(ctx, c, id)
 }

@@ -13,7 +13,7 @@ import (
 
 // threadFlag adds --thread, defaulting to $RELAY_THREAD.
 func threadFlag(cmd *cobra.Command, f *Factory, p *string) {
-	cmd.Flags().StringVarP(p, "thread", "t", "", "thread id (default $RELAY_THREAD)")
+	cmd.Flags().StringVarP(p, "thread", "t", "", "thread id, id prefix or name (default $RELAY_THREAD)")
 	_ = f
 }
 
@@ -71,6 +71,9 @@ func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
 	}
 	c, err := memoryClient(opts.F)
 	if err != nil {
+		return err
+	}
+	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	h, truncated, err := c.Header(ctx, id)
@@ -138,6 +141,9 @@ func stateGetRun(ctx context.Context, opts *StateGetOptions) error {
 	}
 	c, err := memoryClient(opts.F)
 	if err != nil {
+		return err
+	}
+	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	doc, err := c.State(ctx, id, opts.Version)
@@ -217,6 +223,9 @@ func statePatchRun(ctx context.Context, opts *StatePatchOptions) error {
 	}
 	c, err := memoryClient(opts.F)
 	if err != nil {
+		return err
+	}
+	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	expected := opts.Expected

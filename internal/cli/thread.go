@@ -164,6 +164,9 @@ func showRun(ctx context.Context, opts *ShowOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.ThreadID, err = threadRef(ctx, c, opts.ThreadID); err != nil {
+		return err
+	}
 	t, err := c.GetThread(ctx, opts.ThreadID)
 	if err != nil {
 		return apiErr(err, opts.ThreadID)
@@ -232,6 +235,9 @@ func tailRun(ctx context.Context, opts *TailOptions) error {
 	}
 	c, err := memoryClient(opts.F)
 	if err != nil {
+		return err
+	}
+	if opts.ThreadID, err = threadRef(ctx, c, opts.ThreadID); err != nil {
 		return err
 	}
 	print := func(e memory.Event) error {
