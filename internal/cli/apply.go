@@ -90,6 +90,7 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 		return WithHint(fmt.Errorf("%s is not a relay response: %w", displayName(opts.File), err),
 			"relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)")
 	}
+	printIgnored(opts.IO.ErrOut, resp)
 	eng := newEngine(opts.IO, cfg, opts.Yes)
 	req := txn.Request{Response: resp, Yes: opts.Yes}
 	if opts.DryRun {
@@ -289,6 +290,14 @@ func txnError(err error, file string) error {
 		return err
 	}
 	return err
+}
+
+// printIgnored names the code blocks the parser skipped, so a malformed
+// block is never dropped without a word.
+func printIgnored(w io.Writer, resp *patch.Response) {
+	for _, b := range resp.Ignored {
+		fmt.Fprintf(w, "Ignored the code block at line %d (```%s): %s\n", b.Line, b.Header, b.Reason)
+	}
 }
 
 func printPlan(w io.Writer, plan *txn.Plan) {

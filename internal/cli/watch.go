@@ -158,6 +158,7 @@ func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, te
 		return
 	}
 	fmt.Fprintf(ios.ErrOut, "New response detected for project '%s'.\n", cfg.ProjectID)
+	printIgnored(ios.ErrOut, resp)
 	res, err := newEngine(ios, cfg, opts.Yes).Run(ctx, txn.Request{Response: resp, Yes: opts.Yes})
 	if err != nil {
 		printError(ios.ErrOut, txnError(err, ""))
