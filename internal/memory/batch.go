@@ -109,6 +109,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 		return
 	}
 	b := &batch{pending: map[string]*cached{}}
+	ctx := context.Background()
 	single := len(reqs) == 1
 	for i, r := range reqs {
 		if err := r.ctx.Err(); err != nil {
@@ -116,7 +117,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			continue
 		}
 		if !single {
-			if _, err := tx.Exec(`SAVEPOINT op`); err != nil {
+			if _, err := s.exec(ctx, tx, sqlSavepoint); err != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("savepoint: %w", err))
 				return
@@ -132,14 +133,14 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 				r.done <- err
 				return
 			}
-			if _, rerr := tx.Exec(`ROLLBACK TO op`); rerr != nil {
+			if _, rerr := s.exec(ctx, tx, sqlRollbackTo); rerr != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("roll back a failed write: %w", rerr))
 				return
 			}
 		}
 		if !single {
-			if _, err := tx.Exec(`RELEASE op`); err != nil {
+			if _, err := s.exec(ctx, tx, sqlRelease); err != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("release savepoint: %w", err))
 				return
@@ -170,7 +171,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 }
 
 // runOp runs one op, turning a panic (say, in an extension's artifact hook) into that op's
-// error: the committer must survive it, or every later write would hang.
+// error: the batch must go on, or its other writers would never get an answer.
 func (s *SQLite) runOp(r *writeReq, tx *sql.Tx, b *batch) (after func(), err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -219,7 +220,7 @@ func (s *SQLite) latestForWrite(ctx context.Context, tx *sql.Tx, b *batch, id st
 	return s.load(ctx, tx, id)
 }
 
-// hotStatements are prepared once at open: the committer runs them thousands of times and
+// hotStatements are prepared once at open: writers run them thousands of times and
 // parsing them dominated. (They must be prepared while no transaction holds the one writer
 // connection.)
 var hotStatements = []string{
@@ -232,9 +233,15 @@ var hotStatements = []string{
 	sqlInsertArtifact,
 	sqlThreadExists,
 	sqlArtifactByHash,
+	sqlSavepoint,
+	sqlRollbackTo,
+	sqlRelease,
 }
 
 const (
+	sqlSavepoint      = `SAVEPOINT op`
+	sqlRollbackTo     = `ROLLBACK TO op`
+	sqlRelease        = `RELEASE op`
 	sqlInsertArtifact = `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlThreadExists   = `SELECT count(*) FROM threads WHERE id = ?`
 	sqlArtifactByHash = `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = ? AND hash = ?`

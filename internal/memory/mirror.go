@@ -99,15 +99,15 @@ func (m *mirror) flush() {
 		if b == nil {
 			continue
 		}
-		var pretty []byte
-		var v any
-		if json.Unmarshal(b, &v) == nil {
-			pretty, _ = json.MarshalIndent(v, "", "  ")
+		// Indent the stored bytes: same member order and numbers as the API, no decode.
+		var pretty bytes.Buffer
+		pretty.Grow(len(b) + len(b)/4)
+		if json.Indent(&pretty, b, "", "  ") != nil {
+			pretty.Reset()
+			pretty.Write(b)
 		}
-		if pretty == nil {
-			pretty = b
-		}
-		m.fail(writeFileAtomic(filepath.Join(m.threadDir(id), "state.json"), append(pretty, '\n')))
+		pretty.WriteByte('\n')
+		m.fail(writeFileAtomic(filepath.Join(m.threadDir(id), "state.json"), pretty.Bytes()))
 	}
 }
 
@@ -119,7 +119,7 @@ func (m *mirror) close() {
 	m.closeLogs()
 }
 
-// event appends one JSON line to threads/<id>/events.log; callers are the committer, so
+// event appends one JSON line to threads/<id>/events.log; callers hold the write lock, so
 // lines are in id order. Recently used logs stay open (appending is then one syscall).
 func (m *mirror) event(e Event) {
 	line, err := json.Marshal(e)
