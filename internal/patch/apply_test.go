@@ -272,3 +272,20 @@ func TestSearchReplaceSplitsLikeAHunk(t *testing.T) {
 		t.Error("a SEARCH for func b applied inside func a")
 	}
 }
+
+// An apply-patch chunk without an @@ anchor that matches two places is refused,
+// not applied to the first one; an anchor picks the place.
+func TestApplyPatchUnanchoredAmbiguous(t *testing.T) {
+	orig := "def f():\n    return 1\n\ndef g():\n    return 1\n"
+	_, err := Apply(orig, true, ApplyPatch, "-    return 1\n+    return 2\n", Options{})
+	if err == nil || !strings.Contains(err.Error(), "matches 2 places") {
+		t.Fatalf("unanchored ambiguous chunk: err = %v, want 'matches 2 places'", err)
+	}
+	res, err := Apply(orig, true, ApplyPatch, "@@ def g():\n-    return 1\n+    return 2\n", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "def f():\n    return 1\n\ndef g():\n    return 2\n"; res.Content != want {
+		t.Errorf("anchored chunk: got %q, want %q", res.Content, want)
+	}
+}

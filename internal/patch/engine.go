@@ -293,7 +293,7 @@ func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed
 		q.preferFrom = prevEnd
 	}
 	if en.ordered {
-		q.firstAfter, q.after = true, cursor
+		q.firstAfter, q.after, q.unanchored = true, cursor, len(e.anchors) == 0
 		for _, an := range e.anchors {
 			a := findAnchor(ix, an, q.after)
 			if a < 0 {

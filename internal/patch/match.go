@@ -80,6 +80,7 @@ type query struct {
 	lo, hi     int  // the start must lie in [lo, hi]; hi < 0 means no upper bound
 	after      int  // with firstAfter: take the first match at or after this line
 	firstAfter bool // ordered formats (apply-patch) take the first match after the cursor
+	unanchored bool // with firstAfter: no @@ anchor, so the match after the cursor must be unique
 	preferFrom int  // new-unified: a single match at or after this line wins, -1 for none
 	eof        bool // the pattern should end at the end of the file
 	noFuzzy    bool
@@ -195,11 +196,19 @@ func choose(cands []int, m, n int, q query) (int, []int) {
 		}
 	}
 	if q.firstAfter {
-		bestS := -1
+		bestS, after := -1, []int(nil)
 		for _, s := range cands {
-			if s >= q.after && (bestS < 0 || s < bestS) {
-				bestS = s
+			if s >= q.after {
+				after = append(after, s)
+				if bestS < 0 || s < bestS {
+					bestS = s
+				}
 			}
+		}
+		// Without an @@ anchor, two places after the cursor are a guess, not a match.
+		if q.unanchored && len(after) > 1 && q.hint < 0 {
+			sort.Ints(after)
+			return -1, after
 		}
 		if bestS >= 0 {
 			return bestS, nil
