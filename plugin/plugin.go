@@ -52,6 +52,9 @@ type Capability struct {
 	// Cacheable results are reused for CacheTTL for the same normalized args in the same thread.
 	Cacheable bool
 	CacheTTL  time.Duration
+	// CacheScope, when set, names what a result depends on besides its args (e.g. an index
+	// generation); a new scope misses the cache, so a change is seen before the TTL ends.
+	CacheScope func(ctx context.Context, threadID string) (string, error)
 }
 
 // NewArtifact is content a handler wants stored.

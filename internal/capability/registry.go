@@ -214,6 +214,13 @@ func (r *Registry) InvokeOpts(ctx context.Context, threadID, name string, args j
 		return nil, fmt.Errorf("normalize arguments: %w", err)
 	}
 	key := CacheKey(name, threadID, canon)
+	if e.cap.Cacheable && e.cap.CacheScope != nil {
+		scope, err := e.cap.CacheScope(ctx, threadID)
+		if err != nil {
+			return nil, fmt.Errorf("capability %s: cache scope: %w", name, err)
+		}
+		key = CacheKey(name, threadID+"\x00"+scope, canon)
+	}
 
 	if !e.cap.Cacheable {
 		return r.run(ctx, e, threadID, canon, "")

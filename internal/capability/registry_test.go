@@ -274,3 +274,33 @@ func FuzzValidateArgs(f *testing.F) {
 		}
 	})
 }
+
+func TestCacheScopeChangeMisses(t *testing.T) {
+	var calls atomic.Int64
+	var scope atomic.Int64
+	r := New(NewMemStore(), func(string, string) plugin.ArtifactStore { return &fakeArtifacts{} })
+	err := r.Register(plugin.Capability{Name: "test.scoped", ArgsSchema: json.RawMessage(searchSchema), Cacheable: true, CacheTTL: time.Hour,
+		CacheScope: func(context.Context, string) (string, error) { return fmt.Sprint(scope.Load()), nil }},
+		func(ctx context.Context, req *plugin.InvokeRequest) (*plugin.InvokeResult, error) {
+			calls.Add(1)
+			ref, _ := req.Artifacts.PutArtifact(ctx, plugin.NewArtifact{Name: "out.json", Type: "json", Content: req.Args})
+			return plugin.Result(ref, map[string]any{"n": calls.Load()})
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	args := json.RawMessage(`{"query":"x"}`)
+	var cached []bool
+	for _, s := range []int64{0, 0, 1, 1} {
+		scope.Store(s)
+		inv, err := r.Invoke(ctx, "t1", "test.scoped", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, inv.CacheHit)
+	}
+	if want := []bool{false, true, false, true}; fmt.Sprint(cached) != fmt.Sprint(want) || calls.Load() != 2 {
+		t.Fatalf("cache hits %v (handler ran %d times), want %v and 2 runs", cached, calls.Load(), want)
+	}
+}

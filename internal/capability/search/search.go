@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -229,7 +230,16 @@ func Capability(db *sql.DB) (plugin.Capability, plugin.Handler) {
 		Description: "Full-text search over the thread's artifacts (SQLite FTS5, bm25 ranking, highlighted snippets)",
 		ArgsSchema:  json.RawMessage(ArgsSchema),
 		Cacheable:   true,
-		CacheTTL:    60e9, // one minute: new artifacts should show up soon after they are put
+		CacheTTL:    60e9,
+		// the thread's index sequence: an artifact put since the cached search makes it stale
+		CacheScope: func(ctx context.Context, threadID string) (string, error) {
+			var seq int64
+			err := db.QueryRowContext(ctx, `SELECT seq FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&seq)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return "", err
+			}
+			return strconv.FormatInt(seq, 10), nil
+		},
 	}
 	h := func(ctx context.Context, req *plugin.InvokeRequest) (*plugin.InvokeResult, error) {
 		var args struct {

@@ -240,3 +240,31 @@ func TestMigrationReindexes(t *testing.T) {
 		t.Fatalf("thread b: %v", refs(hits))
 	}
 }
+
+func TestCacheScopeFollowsIndex(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	c, _ := Capability(st.ReadDB())
+	scope := func() string {
+		t.Helper()
+		s, err := c.CacheScope(ctx, tid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	empty := scope()
+	put(t, st, tid, "a.md", "markdown", "zebra crossing")
+	one := scope()
+	if one == empty {
+		t.Fatalf("scope %q did not change after a put", one)
+	}
+	// search results are not indexed, so storing them keeps cached searches valid
+	if _, err := (storeArtifacts{st, tid}).PutArtifact(ctx, plugin.NewArtifact{Name: "r.json", Type: "json", Content: []byte(`{"r":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if s := scope(); s != one {
+		t.Fatalf("scope changed %q -> %q after storing search results", one, s)
+	}
+}
