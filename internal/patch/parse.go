@@ -410,7 +410,15 @@ func replaceContent(f fence, p string) string {
 		}
 	}
 	if s >= 0 && e > s {
-		return f.sub(s+1, e)
+		// The prompt's template puts a blank line inside each marker; it is layout, not content.
+		a, b := s+1, e
+		if a < b && strings.TrimSpace(body[a]) == "" {
+			a++
+		}
+		if a < b && strings.TrimSpace(body[b-1]) == "" {
+			b--
+		}
+		return f.sub(a, b)
 	}
 	if len(body) > 0 {
 		first := strings.TrimSpace(body[0])

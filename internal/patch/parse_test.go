@@ -34,6 +34,8 @@ func TestParseBlocks(t *testing.T) {
 			[]Operation{{Kind: OpWrite, Path: "README.md", Strategy: Replace, Content: "Run:\n```bash\nmake\n```\nDone.\n"}}},
 		{"START/END markers are not written", "```ts // a.ts\n// START\nconst a = 1;\n// END\n```\n" + ctl,
 			[]Operation{{Kind: OpWrite, Path: "a.ts", Strategy: Replace, Content: "const a = 1;\n"}}},
+		{"the prompt template's blank lines inside START/END are not written", "```ts // a.ts\n// START\n\nconst a = 1;\n\nconst b = 2;\n\n// END\n```\n" + ctl,
+			[]Operation{{Kind: OpWrite, Path: "a.ts", Strategy: Replace, Content: "const a = 1;\n\nconst b = 2;\n"}}},
 		{"repeated path comment is dropped", "```ts // src/a.ts\n// src/a.ts\nconst a = 1;\n```\n" + ctl,
 			[]Operation{{Kind: OpWrite, Path: "src/a.ts", Strategy: Replace, Content: "const a = 1;\n"}}},
 		{"delete", "```ts // old.ts\n//TODO: delete this file\n```\n```ts // old2.ts\n// TODO: delete this file\n```\n" + ctl,
