@@ -76,9 +76,10 @@ type Invocation struct {
 type ArtifactsFunc func(threadID, capability string) plugin.ArtifactStore
 
 type entry struct {
-	cap    plugin.Capability
-	schema *jsonschema.Schema
-	h      plugin.Handler
+	cap      plugin.Capability
+	schema   *jsonschema.Schema
+	h        plugin.Handler
+	defaults map[string]any // top-level property defaults, filled in before the cache key
 }
 
 type flight struct {
@@ -136,7 +137,7 @@ func (r *Registry) Register(c plugin.Capability, h plugin.Handler) error {
 	if _, dup := r.caps[c.Name]; dup {
 		return fmt.Errorf("capability %s is already registered", c.Name)
 	}
-	r.caps[c.Name] = &entry{cap: c, schema: sch, h: h}
+	r.caps[c.Name] = &entry{cap: c, schema: sch, h: h, defaults: schemaDefaults(c.ArgsSchema)}
 	return nil
 }
 
@@ -208,6 +209,14 @@ func (r *Registry) InvokeOpts(ctx context.Context, threadID, name string, args j
 	}
 	if err := validateArgs(name, e.schema, v); err != nil {
 		return nil, err
+	}
+	// {"query":"x"} and {"query":"x","limit":10} (the default) are one call: one cache entry
+	if m, ok := v.(map[string]any); ok {
+		for k, d := range e.defaults {
+			if _, set := m[k]; !set {
+				m[k] = d
+			}
+		}
 	}
 	canon, err := json.Marshal(v)
 	if err != nil {

@@ -304,3 +304,30 @@ func TestCacheScopeChangeMisses(t *testing.T) {
 		t.Fatalf("cache hits %v (handler ran %d times), want %v and 2 runs", cached, calls.Load(), want)
 	}
 }
+
+func TestDefaultsShareCacheEntry(t *testing.T) {
+	var calls atomic.Int64
+	r := New(NewMemStore(), func(string, string) plugin.ArtifactStore { return &fakeArtifacts{} })
+	schema := `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","default":10}}}`
+	err := r.Register(plugin.Capability{Name: "test.defaults", ArgsSchema: json.RawMessage(schema), Cacheable: true, CacheTTL: time.Hour},
+		func(ctx context.Context, req *plugin.InvokeRequest) (*plugin.InvokeResult, error) {
+			calls.Add(1)
+			ref, _ := req.Artifacts.PutArtifact(ctx, plugin.NewArtifact{Name: "out.json", Type: "json", Content: req.Args})
+			return plugin.Result(ref, map[string]any{"args": json.RawMessage(req.Args)})
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var hits []bool
+	for _, a := range []string{`{"query":"x"}`, `{"limit":10,"query":"x"}`, `{"query":"x","limit":5}`} {
+		inv, err := r.Invoke(ctx, "t1", "test.defaults", json.RawMessage(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits = append(hits, inv.CacheHit)
+	}
+	if fmt.Sprint(hits) != "[false true false]" || calls.Load() != 2 {
+		t.Fatalf("cache hits %v with %d runs, want [false true false] and 2 runs", hits, calls.Load())
+	}
+}

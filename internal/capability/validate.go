@@ -60,6 +60,25 @@ func parseArgs(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// schemaDefaults returns the "default" of each top-level property of an object schema.
+func schemaDefaults(raw json.RawMessage) map[string]any {
+	doc, err := parseArgs(raw)
+	if err != nil {
+		return nil
+	}
+	obj, _ := doc.(map[string]any)
+	props, _ := obj["properties"].(map[string]any)
+	out := map[string]any{}
+	for k, p := range props {
+		if pm, ok := p.(map[string]any); ok {
+			if d, ok := pm["default"]; ok {
+				out[k] = d
+			}
+		}
+	}
+	return out
+}
+
 func validateArgs(name string, sch *jsonschema.Schema, v any) error {
 	err := sch.Validate(v)
 	if err == nil {
