@@ -101,3 +101,36 @@ func TestStateNearCapStillPatchable(t *testing.T) {
 		t.Fatalf("after reload: v%d %v", st.Version, err)
 	}
 }
+
+// The state cache evicts the least recently used thread, not an arbitrary one.
+func TestStateCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	var ids []string
+	for i := 0; i < 3; i++ {
+		th, err := s.CreateThread(ctx, CreateThreadParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ID)
+	}
+	s.cmu.Lock()
+	s.cacheLimit = s.cacheBytes + 10 // room for the three, not a fourth
+	s.cmu.Unlock()
+	if _, err := s.Header(ctx, ids[0]); err != nil { // the oldest becomes the most recently used
+		t.Fatal(err)
+	}
+	if _, err := s.CreateThread(ctx, CreateThreadParams{}); err != nil {
+		t.Fatal(err)
+	}
+	s.cmu.RLock()
+	_, first := s.cache[ids[0]]
+	_, second := s.cache[ids[1]]
+	s.cmu.RUnlock()
+	if !first || second {
+		t.Errorf("after a fourth thread: first cached %v (want true), second cached %v (want false)", first, second)
+	}
+	if st, err := s.State(ctx, ids[1], 0); err != nil || st.Version != 1 {
+		t.Errorf("evicted thread reloads: v%d %v", st.Version, err)
+	}
+}

@@ -28,9 +28,9 @@ import (
 const DBFile = "relay.db"
 
 const (
-	snapshotEvery = 64      // versions between full-state snapshots
-	snapshotBytes = 4 << 20 // or sooner, when replaying would touch this many document bytes
-	cacheBytes    = 128 << 20
+	snapshotEvery = 64       // versions between full-state snapshots
+	snapshotBytes = 4 << 20  // or sooner, when replaying would touch this many document bytes
+	cacheBytes    = 64 << 20 // of encoded JSON; the decoded states take a few times this
 )
 
 // SQLite is the SQLite-backed Store. All writes run one batch at a time on one connection
@@ -54,6 +54,8 @@ type SQLite struct {
 	cmu        sync.RWMutex
 	cache      map[string]*cached // latest state per thread
 	cacheBytes int
+	cacheLimit int          // cacheBytes at most this (tests lower it)
+	cacheTick  atomic.Int64 // use counter for least-recently-used eviction
 	closed     atomic.Bool
 
 	ckKick, ckQuit, ckDone chan struct{}
@@ -72,6 +74,7 @@ type cached struct {
 	sinceSnap int // versions since the last stored snapshot
 	metrics   Metrics
 	header    atomic.Pointer[Header]
+	used      atomic.Int64 // cacheTick at the last use
 }
 
 // newCached wraps a parsed state whose JSON is doc (nil: not encoded yet, size is a bound).
@@ -160,7 +163,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	}
 	migs, hooks := registered()
 	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, hooks: hooks, now: now,
-		cache: map[string]*cached{}, mirror: newMirror(filepath.Join(home, "threads")),
+		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, "threads")),
 		stmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
 	if err := s.migrate(migs); err != nil {
@@ -408,14 +411,20 @@ func (s *SQLite) putCache(id string, c *cached, fill bool) {
 			return // a writer already stored this version or a newer one
 		}
 		s.cacheBytes -= old.size
+		delete(s.cache, id)
 	}
-	for k, v := range s.cache { // evict arbitrary entries to stay within budget
-		if s.cacheBytes+c.size <= cacheBytes {
-			break
+	for s.cacheBytes+c.size > s.cacheLimit && len(s.cache) > 0 { // evict the least recently used
+		var lru string
+		var min int64
+		for k, v := range s.cache {
+			if u := v.used.Load(); lru == "" || u < min {
+				lru, min = k, u
+			}
 		}
-		s.cacheBytes -= v.size
-		delete(s.cache, k)
+		s.cacheBytes -= s.cache[lru].size
+		delete(s.cache, lru)
 	}
+	c.used.Store(s.cacheTick.Add(1))
 	s.cache[id] = c
 	s.cacheBytes += c.size
 }
@@ -429,6 +438,7 @@ func (s *SQLite) latest(ctx context.Context, id string) (*cached, error) {
 	c := s.cache[id]
 	s.cmu.RUnlock()
 	if c != nil {
+		c.used.Store(s.cacheTick.Add(1))
 		return c, nil
 	}
 	c, err := s.load(ctx, s.r, id)
