@@ -289,3 +289,19 @@ func TestApplyPatchUnanchoredAmbiguous(t *testing.T) {
 		t.Errorf("anchored chunk: got %q, want %q", res.Content, want)
 	}
 }
+
+// An empty-SEARCH insertion at :start_line: applied a second time reports the
+// change as already present instead of inserting it twice.
+func TestInsertionAppliedTwiceIsAlreadyPresent(t *testing.T) {
+	orig := "func a() {\n\treturn 1\n}\n\nfunc b() {\n\tif x {\n\t\treturn 2\n\t}\n}\n"
+	body := "<<<<<<< SEARCH\n:start_line: 7\n-------\n=======\n\t\tlog.Print(\"two\")\n>>>>>>> REPLACE\n"
+	res, err := Apply(orig, true, MultiSearchReplace, body, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(res.Content, true, MultiSearchReplace, body, Options{})
+	var ae *ApplyError
+	if !errors.As(err, &ae) || !ae.AlreadyApplied {
+		t.Fatalf("second application: err = %v, want an already-applied error", err)
+	}
+}

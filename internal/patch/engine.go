@@ -422,6 +422,10 @@ func (en *engine) insert(ix *index, e edit, q query) ([]placed, *BlockFailure) {
 	if n > 0 && len(e.new) > 0 && at-len(e.new) >= 0 && equalLines(ix.lines[at-len(e.new):at], e.new) {
 		return []placed{{idx: e.idx, already: true, line: at - len(e.new) + 1, method: "exact", sim: 1}}, nil
 	}
+	// A :start_line: insertion applied before sits at that line now; short text ("}") proves nothing.
+	if e.insertAt >= 0 && at+len(e.new) <= n && len(squash(strings.Join(e.new, ""))) >= 8 && sameTrimmed(ix.lines[at:at+len(e.new)], e.new) {
+		return []placed{{idx: e.idx, already: true, line: at + 1, method: "exact", sim: 1}}, nil
+	}
 	method := "insert"
 	if n == 0 {
 		method = "create"
@@ -434,6 +438,19 @@ func (en *engine) insert(ix *index, e edit, q query) ([]placed, *BlockFailure) {
 	p := placed{idx: e.idx, start: at, n: 0, repl: repl, replEol: make([]string, len(repl)), lv: lvExact, sim: 1, line: at + 1, method: method, order: en.order}
 	p.coreStart, p.coreN, p.coreRepl, p.coreEols = at, 0, p.repl, p.replEol
 	return []placed{p}, nil
+}
+
+// sameTrimmed compares lines ignoring indentation (insertions are re-indented).
+func sameTrimmed(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if strings.TrimSpace(a[i]) != strings.TrimSpace(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func equalLines(a, b []string) bool {
