@@ -250,6 +250,25 @@ class CapabilityTest(unittest.TestCase):
         self.assertEqual(stats["artifacts"], len(self.c.artifacts(tid)))
         self.assertGreaterEqual(stats["cache_hits"], 1)
 
+    def test_a2a_envelope_and_idempotency(self):
+        if "retrieval.search" not in self.caps:
+            self.skipTest("retrieval.search not registered")
+        tid = self.c.thread_new("a2a")["thread_id"]
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        env = {"msg_id": "m1", "thread_id": tid, "from": "agent-a", "to_capability": "retrieval.search",
+               "type": "request", "schema": "com.relay.a2a.envelope.v1", "payload": {"query": "fox"},
+               "idempotency_key": "k1", "timestamp": now, "ttl": 60}
+        first = self.c.a2a(env)
+        self.assertFalse(first["replayed"])
+        self.assertEqual(first["response"]["in_reply_to"], "m1")
+        self.assertTrue(first["response"]["payload"]["artifact_ref"])
+        again = self.c.a2a(dict(env, msg_id="m2"))
+        self.assertTrue(again["replayed"])
+        self.assertEqual(again["response"], first["response"])
+        with self.assertRaises(BadRequestError) as cm:
+            self.c.a2a(dict(env, idempotency_key="k2", timestamp="2020-01-01T00:00:00Z"))
+        self.assertIn("ttl_expired", str(cm.exception))
+
 
 def _collect(c: RelayClient, tid: str, out: "queue.Queue", stop: threading.Event, **kw):
     try:

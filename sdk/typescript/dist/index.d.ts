@@ -2,7 +2,7 @@
  * @relay/client: the relay memory daemon's REST API (docs/api.md) over the global `fetch`.
  * No runtime dependencies; works in Node >= 18, Deno, Bun and browsers.
  */
-import type { Artifact, ArtifactType, Capability, InvokeResult, PatchOp, PatchResult, RelayEvent, Report, State, StateHeader, Stats, Thread, ThreadDetail, VersionHistory } from "./types.js";
+import type { A2AResult, Artifact, ArtifactType, Capability, InvokeResult, PatchOp, PatchResult, RelayEvent, Report, State, StateHeader, Stats, Thread, ThreadDetail, VersionHistory } from "./types.js";
 export * from "./errors.js";
 export type * from "./types.js";
 export declare const DEFAULT_URL = "http://127.0.0.1:7474";
@@ -131,8 +131,8 @@ export declare class RelayClient {
     capInvoke(threadId: string, capability: string, args?: Record<string, unknown>, opts?: {
         noCache?: boolean;
     }): Promise<InvokeResult>;
-    /** Sends a typed A2A envelope (`com.relay.a2a.envelope.v1`). */
-    a2a(envelope: Record<string, unknown>): Promise<InvokeResult>;
+    /** Sends a typed A2A envelope (`com.relay.a2a.envelope.v1`); the answer wraps the response envelope. */
+    a2a(envelope: Record<string, unknown>): Promise<A2AResult>;
     /** The thread's report: an object for `json`, Markdown text for `md`. */
     report(threadId: string, format: "json"): Promise<Report>;
     report(threadId: string, format: "md"): Promise<string>;

@@ -416,7 +416,7 @@ export class RelayClient {
     capInvoke(threadId, capability, args = {}, opts = {}) {
         return this.json("POST", "/cap/invoke", { thread_id: threadId, capability, args, ...(opts.noCache ? { no_cache: true } : {}) });
     }
-    /** Sends a typed A2A envelope (`com.relay.a2a.envelope.v1`). */
+    /** Sends a typed A2A envelope (`com.relay.a2a.envelope.v1`); the answer wraps the response envelope. */
     a2a(envelope) {
         return this.json("POST", "/a2a", envelope);
     }

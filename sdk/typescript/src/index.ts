@@ -5,6 +5,7 @@
 
 import { RelayConnectionError, RelayError, errorFor } from "./errors.js";
 import type {
+  A2AResult,
   Artifact,
   ArtifactType,
   Capability,
@@ -467,8 +468,8 @@ export class RelayClient {
     return this.json("POST", "/cap/invoke", { thread_id: threadId, capability, args, ...(opts.noCache ? { no_cache: true } : {}) });
   }
 
-  /** Sends a typed A2A envelope (`com.relay.a2a.envelope.v1`). */
-  a2a(envelope: Record<string, unknown>): Promise<InvokeResult> {
+  /** Sends a typed A2A envelope (`com.relay.a2a.envelope.v1`); the answer wraps the response envelope. */
+  a2a(envelope: Record<string, unknown>): Promise<A2AResult> {
     return this.json("POST", "/a2a", envelope);
   }
 

@@ -133,6 +133,29 @@ export interface InvokeResult {
   event_id?: number;
 }
 
+/** A typed agent message, `com.relay.a2a.envelope.v1`. */
+export interface A2AEnvelope {
+  msg_id: string;
+  thread_id: string;
+  from: string;
+  to_capability?: string;
+  type: "request" | "response" | "event" | "error";
+  schema: "com.relay.a2a.envelope.v1";
+  payload: JSONValue;
+  idempotency_key?: string;
+  timestamp: string;
+  ttl?: number;
+  in_reply_to?: string;
+}
+
+/** What POST /a2a answers: the response envelope (its payload is the InvokeResult). */
+export interface A2AResult {
+  response: A2AEnvelope;
+  /** true when the idempotency key was seen before: the first response, nothing ran again */
+  replayed: boolean;
+  hops: number;
+}
+
 export interface Stats {
   artifacts: number;
   naive_tokens: number;

@@ -200,6 +200,18 @@ describe("api", () => {
     assert.equal(typeof report.token_savings.avoided_tokens, "number");
     const stats = await c.stats(tid);
     assert.equal(stats.artifacts, (await c.artifacts(tid)).length);
+    const env = {
+      msg_id: "m1", thread_id: tid, from: "agent-a", to_capability: "retrieval.search", type: "request",
+      schema: "com.relay.a2a.envelope.v1", payload: { query: "fox" }, idempotency_key: "k1",
+      timestamp: new Date().toISOString(), ttl: 60,
+    };
+    const first = await c.a2a(env);
+    assert.equal(first.replayed, false);
+    assert.equal(first.response.in_reply_to, "m1");
+    assert.ok(first.response.payload.artifact_ref);
+    const again = await c.a2a({ ...env, msg_id: "m2" });
+    assert.equal(again.replayed, true);
+    assert.deepEqual(again.response, first.response);
   });
 });
 
