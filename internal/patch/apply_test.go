@@ -305,3 +305,17 @@ func TestInsertionAppliedTwiceIsAlreadyPresent(t *testing.T) {
 		t.Fatalf("second application: err = %v, want an already-applied error", err)
 	}
 }
+
+// The same for an apply-patch insertion placed by its @@ anchor.
+func TestAnchoredInsertionAppliedTwiceIsAlreadyPresent(t *testing.T) {
+	body := "@@ line one\n+another inserted line\n"
+	res, err := Apply("line one\nline two\n", true, ApplyPatch, body, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(res.Content, true, ApplyPatch, body, Options{})
+	var ae *ApplyError
+	if !errors.As(err, &ae) || !ae.AlreadyApplied {
+		t.Fatalf("second application: err = %v, want an already-applied error", err)
+	}
+}

@@ -422,8 +422,8 @@ func (en *engine) insert(ix *index, e edit, q query) ([]placed, *BlockFailure) {
 	if n > 0 && len(e.new) > 0 && at-len(e.new) >= 0 && equalLines(ix.lines[at-len(e.new):at], e.new) {
 		return []placed{{idx: e.idx, already: true, line: at - len(e.new) + 1, method: "exact", sim: 1}}, nil
 	}
-	// A :start_line: insertion applied before sits at that line now; short text ("}") proves nothing.
-	if e.insertAt >= 0 && at+len(e.new) <= n && len(squash(strings.Join(e.new, ""))) >= 8 && sameTrimmed(ix.lines[at:at+len(e.new)], e.new) {
+	// A :start_line: or @@-anchored insertion applied before sits right at `at` now; short text ("}") proves nothing.
+	if (e.insertAt >= 0 || len(e.anchors) > 0) && at+len(e.new) <= n && len(squash(strings.Join(e.new, ""))) >= 8 && sameTrimmed(ix.lines[at:at+len(e.new)], e.new) {
 		return []placed{{idx: e.idx, already: true, line: at + 1, method: "exact", sim: 1}}, nil
 	}
 	method := "insert"
