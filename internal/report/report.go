@@ -95,6 +95,9 @@ func allEvents(ctx context.Context, st memory.Store, id string) ([]memory.Event,
 	}
 }
 
+// Author is the created_by of the reports the daemon stores in a thread (POST /reports/{id}).
+const Author = "relay report"
+
 // ComputeSavings counts tokens for the given artifacts and header.
 func ComputeSavings(ctx context.Context, src Source, id string, arts []memory.Artifact, header []byte) (Savings, error) {
 	c := src.Tokens
@@ -102,6 +105,10 @@ func ComputeSavings(ctx context.Context, src Source, id string, arts []memory.Ar
 	s.HeaderTokens = c.Counter().Count(header)
 	s.Estimate.ActualTokens = tokens.Estimate(len(header))
 	for _, a := range arts {
+		// relay's stored reports are not agent content: counting them let every report inflate the savings
+		if a.Provenance.CreatedBy == Author {
+			continue
+		}
 		n, err := c.Count(a.Hash, func() ([]byte, error) {
 			_, b, err := src.Store.ArtifactContent(ctx, id, a.Ref)
 			return b, err

@@ -187,3 +187,27 @@ func prose(rng *rand.Rand, n int) string {
 	b.WriteString(".")
 	return b.String()
 }
+
+func TestStoredReportsDoNotCountAsSavings(t *testing.T) {
+	st, src := setup(t)
+	ctx := context.Background()
+	th, _ := st.CreateThread(ctx, memory.CreateThreadParams{Name: "r"})
+	if _, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "a.md", Type: "markdown", Content: []byte("# small note\n")}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := ComputeStats(ctx, src, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("report body that nobody would paste into a prompt\n", 100)
+	if _, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "report.md", Type: "markdown", Content: []byte(big), CreatedBy: Author}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ComputeStats(ctx, src, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.NaiveTokens != before.NaiveTokens || after.TokensAvoided != before.TokensAvoided || after.Estimate != before.Estimate {
+		t.Fatalf("a stored report changed the savings: before %+v, after %+v", before, after)
+	}
+}
