@@ -587,6 +587,8 @@ func parseControl(src string) (Control, error) {
 	if _, err := uuid.Parse(c.UUID); err != nil {
 		return Control{}, fmt.Errorf("uuid %q is not a UUID", c.UUID)
 	}
+	// UUIDs are case-insensitive: one spelling, so a re-sent response in capitals is not applied twice.
+	c.UUID = strings.ToLower(c.UUID)
 	if v, ok := raw["changeSummary"].([]any); ok {
 		for _, it := range v {
 			m, ok := it.(map[string]any)

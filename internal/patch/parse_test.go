@@ -89,6 +89,8 @@ func TestParseControl(t *testing.T) {
 		{name: "last yaml block wins", resp: op + "```yaml\nprojectId: old\nuuid: 00000000-0000-0000-0000-000000000000\n```\n```yaml\nprojectId: new\nuuid: 00000000-0000-0000-0000-000000000001\n```\n",
 			want: Control{ProjectID: "new", UUID: "00000000-0000-0000-0000-000000000001"}},
 		{name: "bare yaml not at the end", resp: "projectId: p\nuuid: 00000000-0000-0000-0000-000000000000\n" + op, notErr: "no control block"},
+		{name: "uuid in capitals is lowercased", resp: op + "```yaml\nprojectId: p\nuuid: 0B2C1A52-0A7E-4D7E-9B1A-0C9D8E7F6A05\n```\n",
+			want: Control{ProjectID: "p", UUID: "0b2c1a52-0a7e-4d7e-9b1a-0c9d8e7f6a05"}},
 		{name: "uuid must be a UUID", resp: op + "```yaml\nprojectId: p\nuuid: not-a-uuid\n```\n", notErr: `uuid "not-a-uuid" is not a UUID`},
 		{name: "missing projectId", resp: op + "```yaml\nuuid: 00000000-0000-0000-0000-000000000000\n```\n", notErr: "projectId is missing"},
 		{name: "no operations", resp: "```\nexample\n```\n" + ctl, notErr: "no file operations; 1 code block ignored: no file path in the header"},

@@ -54,7 +54,7 @@ func Find(projectDir, ref string) (*State, error) {
 		return nil, &NotFoundError{Ref: ref, Index: true}
 	}
 	for _, s := range all {
-		if s.UUID == ref || len(ref) >= 8 && strings.HasPrefix(s.UUID, ref) {
+		if strings.EqualFold(s.UUID, ref) || len(ref) >= 8 && strings.HasPrefix(s.UUID, strings.ToLower(ref)) {
 			return s, nil
 		}
 	}

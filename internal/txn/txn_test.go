@@ -671,3 +671,19 @@ func TestNeedsApprovalMessageIsOneLowercaseSentence(t *testing.T) {
 		t.Fatalf("error = %v, want prefix %q", err, want)
 	}
 }
+
+func TestFindIgnoresUUIDCase(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "one\n"})
+	const id = "0b2c1a52-0a7e-4d7e-9b1a-0c9d8e7f6a05"
+	resp := response(write("a.txt", "two\n"))
+	resp.Control.UUID = id
+	if _, err := engine(dir).Run(context.Background(), Request{Response: resp}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{strings.ToUpper(id), strings.ToUpper(id[:13])} {
+		if st, err := Find(dir, ref); err != nil || st.UUID != id {
+			t.Errorf("Find(%q) = %v, %v; want %s", ref, st, err, id)
+		}
+	}
+}
