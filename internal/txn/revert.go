@@ -51,7 +51,10 @@ func Find(projectDir, ref string) (*State, error) {
 				return s, nil
 			}
 		}
-		return nil, &NotFoundError{Ref: ref, Index: true}
+		// Eight digits may also be a uuid prefix (11111111-…); try that before giving up.
+		if len(ref) < 8 {
+			return nil, &NotFoundError{Ref: ref, Index: true}
+		}
 	}
 	for _, s := range all {
 		if strings.EqualFold(s.UUID, ref) || len(ref) >= 8 && strings.HasPrefix(s.UUID, strings.ToLower(ref)) {

@@ -687,3 +687,18 @@ func TestFindIgnoresUUIDCase(t *testing.T) {
 		}
 	}
 }
+
+func TestFindEightDigitUUIDPrefix(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "one\n"})
+	if _, err := engine(dir).Run(context.Background(), Request{Response: response(write("a.txt", "two\n"))}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := Find(dir, testUUID[:8]); err != nil || st.UUID != testUUID {
+		t.Errorf("Find(%q) = %v, %v; want %s", testUUID[:8], st, err, testUUID)
+	}
+	var nf *NotFoundError
+	if _, err := Find(dir, "2"); !errors.As(err, &nf) || !nf.Index {
+		t.Errorf("Find(2) = %v, want an index NotFoundError", err)
+	}
+}
