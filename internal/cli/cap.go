@@ -139,6 +139,13 @@ thread are served from the cache (cached: true) until the capability's TTL ends.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Capability = args[0]
+			if opts.Thread == "" {
+				id, err := threadArg(f, "")
+				if err != nil {
+					return err
+				}
+				opts.Thread = id
+			}
 			if opts.Output != "text" && opts.Output != "json" {
 				return Usagef("--output must be text or json, got %q", opts.Output)
 			}
@@ -148,11 +155,10 @@ thread are served from the cache (cached: true) until the capability's TTL ends.
 			return capInvokeRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Thread, "thread", "t", "", "thread id, id prefix or name (required)")
+	cmd.Flags().StringVarP(&opts.Thread, "thread", "t", "", "thread id, id prefix or name (default $RELAY_THREAD)")
 	cmd.Flags().StringVar(&opts.Args, "json", "{}", "arguments as JSON, @file to read a file, - to read stdin")
 	cmd.Flags().BoolVar(&opts.NoCache, "no-cache", false, "run even if a cached result exists")
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "text or json (the whole invoke result)")
-	_ = cmd.MarkFlagRequired("thread")
 	return cmd
 }
 
