@@ -132,6 +132,8 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	if opts.Foreground {
 		return upForeground(ctx, opts, home, port, u.Token)
 	}
+	// the background daemon's own warning lands in its log; the user must see it here
+	warnExposed(f.IO.ErrOut, opts.Host, u.Token)
 	if pid, _ := daemon.LockHolder(home); pid != 0 {
 		if info, err := daemon.ReadInfo(home); err == nil {
 			fmt.Fprintf(f.IO.ErrOut, "relay daemon already running (pid %d)\n", pid)
@@ -227,9 +229,7 @@ func upForeground(ctx context.Context, opts *UpOptions, home string, port int, t
 	} else if lv == "warn" {
 		level = slog.LevelWarn
 	}
-	if opts.Host != "127.0.0.1" && opts.Host != "localhost" && opts.Host != "::1" && token == "" {
-		fmt.Fprintf(opts.F.IO.ErrOut, "Warning: listening on %s without an API token; anyone on the network can read and change your memory (run relay init to create a token)\n", opts.Host)
-	}
+	warnExposed(opts.F.IO.ErrOut, opts.Host, token)
 	err := daemon.Run(ctx, daemon.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
 		LogLevel: level, Sync: opts.F.Getenv("RELAY_DB_SYNC"), Ready: func(info daemon.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
@@ -381,4 +381,11 @@ func threadRef(ctx context.Context, c *client.Client, id string) (string, error)
 		return id, nil
 	}
 	return resolveThread(ctx, c, id)
+}
+
+// warnExposed warns when the daemon listens beyond loopback with no API token.
+func warnExposed(w io.Writer, host, token string) {
+	if host != "127.0.0.1" && host != "localhost" && host != "::1" && token == "" {
+		fmt.Fprintf(w, "Warning: listening on %s without an API token; anyone on the network can read and change your memory (run relay init to create a token)\n", host)
+	}
 }
