@@ -340,6 +340,11 @@ func (r *Response) blockOps(f fence) {
 		return
 	}
 	_ = lang
+	// path.Clean would turn "src/utils/" into a file named utils.
+	if t := strings.TrimSpace(p); strings.HasSuffix(t, "/") || strings.HasSuffix(t, `\`) {
+		r.ignore(f, fmt.Sprintf("%q ends with a slash: it names a directory, not a file", t))
+		return
+	}
 	p = cleanPath(p)
 	if !validPath(p) {
 		r.ignore(f, fmt.Sprintf("no file path in the header (%q is not a file)", header))

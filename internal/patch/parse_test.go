@@ -122,7 +122,7 @@ func TestParseControl(t *testing.T) {
 }
 
 func TestParseIgnored(t *testing.T) {
-	r, err := Parse("```\nexample without a path\n```\n```ts // \"a.ts\" bogus\nx\n```\n```json // rename-file\n{\"from\": \"\"}\n```\n```ts // b.ts\ny\n```\n" + ctl)
+	r, err := Parse("```\nexample without a path\n```\n```ts // \"a.ts\" bogus\nx\n```\n```json // rename-file\n{\"from\": \"\"}\n```\n```ts // b.ts\ny\n```\n```ts // src/utils/\nz\n```\n" + ctl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,7 @@ func TestParseIgnored(t *testing.T) {
 		{Line: 1, Header: "", Reason: "no file path in the header"},
 		{Line: 4, Header: `ts // "a.ts" bogus`, Reason: `malformed header: unknown strategy "bogus" after the quoted path`},
 		{Line: 7, Header: "json // rename-file", Reason: `rename-file block needs non-empty "from" and "to"`},
+		{Line: 13, Header: "ts // src/utils/", Reason: `"src/utils/" ends with a slash: it names a directory, not a file`},
 	}
 	if d := cmp.Diff(want, r.Ignored); d != "" {
 		t.Errorf("ignored (-want +got):\n%s", d)
