@@ -144,11 +144,16 @@ type ShowOptions struct {
 func newCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{F: f}
 	cmd := &cobra.Command{
-		Use:   "show <thread_id>",
+		Use:   "show [<thread_id>]",
 		Short: "Show a thread's summary and state header",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ThreadID = args[0]
+			if opts.ThreadID = f.Getenv("RELAY_THREAD"); len(args) == 1 {
+				opts.ThreadID = args[0]
+			}
+			if opts.ThreadID == "" {
+				return WithHint(Usagef("no thread given; pass a thread id, id prefix or name, or set RELAY_THREAD"), "relay runs")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -210,13 +215,18 @@ type TailOptions struct {
 func newCmdTail(f *Factory, runF func(*TailOptions) error) *cobra.Command {
 	opts := &TailOptions{F: f}
 	cmd := &cobra.Command{
-		Use:   "tail <thread_id>",
+		Use:   "tail [<thread_id>]",
 		Short: "Print a thread's events and follow new ones live (like tail -f)",
 		Long: `Print a thread's events, then follow new ones over Server-Sent Events until Ctrl-C.
 The connection resumes after the last event seen if it drops.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ThreadID = args[0]
+			if opts.ThreadID = f.Getenv("RELAY_THREAD"); len(args) == 1 {
+				opts.ThreadID = args[0]
+			}
+			if opts.ThreadID == "" {
+				return WithHint(Usagef("no thread given; pass a thread id, id prefix or name, or set RELAY_THREAD"), "relay runs")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
