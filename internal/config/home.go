@@ -14,14 +14,12 @@ import (
 // DefaultPort is where the memory daemon listens unless told otherwise.
 const DefaultPort = 7474
 
-// User is $RELAY_HOME/config.json: the daemon's API token and port.
+// User is $RELAY_HOME/config.json: the daemon's API token and port. The
+// daemon's other limits come from its environment (RELAY_FETCH_ALLOW,
+// RELAY_A2A_MAX_HOPS, …; see docs/capabilities.md).
 type User struct {
 	Token string `json:"token"`
 	Port  int    `json:"port"`
-	// FetchAllowPrivate lets http.fetch reach loopback and private addresses.
-	FetchAllowPrivate bool `json:"fetchAllowPrivate,omitempty"`
-	// MaxHops bounds A2A messages per thread; 0 means the default of 50.
-	MaxHops int `json:"maxHops,omitempty"`
 }
 
 // Home returns $RELAY_HOME, or ~/.relay when it is unset.
