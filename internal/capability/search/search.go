@@ -59,9 +59,20 @@ UPDATE fts_threads SET seq = (SELECT count(*) FROM artifact_fts f WHERE f.thread
 // threadRange returns the rowid range of a thread's artifacts.
 func threadRange(n int64) (lo, hi int64) { return n << 32, n<<32 | 0xFFFFFFFF }
 
+// The index statements run on every artifact put; the store prepares them once (parsing
+// them took more CPU than the insert itself).
+const (
+	sqlNextSeq = `INSERT INTO fts_threads(thread_id, n, seq)
+		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
+		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`
+	sqlIndexRow = `INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type) VALUES (?,?,?,?,?,?,?)`
+)
+
 func init() {
 	memory.RegisterMigration("0111_search_fts_rowid_threads", migration)
 	memory.RegisterArtifactHook(indexHook)
+	memory.RegisterStatement(sqlNextSeq)
+	memory.RegisterStatement(sqlIndexRow)
 }
 
 func indexHook(ctx context.Context, tx *sql.Tx, a memory.Artifact, content []byte) error {
@@ -87,14 +98,12 @@ func Index(ctx context.Context, tx *sql.Tx, threadID, ref, typ, name string, con
 		}
 	}
 	var n, seq int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO fts_threads(thread_id, n, seq)
-		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
-		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`, threadID).Scan(&n, &seq)
+	err := memory.TxQueryRow(ctx, tx, sqlNextSeq, threadID).Scan(&n, &seq)
 	if err != nil {
 		return fmt.Errorf("index artifact %s: %w", ref, err)
 	}
 	lo, _ := threadRange(n)
-	_, err = tx.ExecContext(ctx, `INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type) VALUES (?,?,?,?,?,?,?)`, lo+seq, name, body, typ, ref, threadID, typ)
+	_, err = memory.TxExec(ctx, tx, sqlIndexRow, lo+seq, name, body, typ, ref, threadID, typ)
 	if err != nil {
 		return fmt.Errorf("index artifact %s: %w", ref, err)
 	}
