@@ -170,7 +170,7 @@ func Apply(original string, exists bool, strategy Strategy, body string, opts Op
 	case ApplyPatch:
 		return applyPatchStrategy(d, exists, body, opts)
 	}
-	return Result{}, formatError(s, "strategy %q is not implemented", s)
+	return Result{}, formatError(s, "strategy %q has no applier (ParseStrategy and Apply disagree)", s)
 }
 
 // applyReplace makes body the file, in the file's own line endings, BOM and final newline.
