@@ -222,6 +222,9 @@ func recoverProject(ios *iostreams.IOStreams, dir string) error {
 			fmt.Fprintf(ios.ErrOut, " (%s)", strings.Join(r.Restored, ", "))
 		}
 		fmt.Fprintln(ios.ErrOut, ".")
+		if r.SavedTo != "" {
+			fmt.Fprintf(ios.ErrOut, "The files as they were before this recovery are kept in %s.\n", r.SavedTo)
+		}
 	}
 	if err != nil {
 		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err), "relay doctor")

@@ -15,6 +15,9 @@ type Recovered struct {
 	UUID      string   `json:"uuid"`
 	Restored  []string `json:"restored"`
 	Committed bool     `json:"committed"`
+	// SavedTo holds copies of the files as recovery found them, when any
+	// differed from the snapshot (edits made after the crash are not lost).
+	SavedTo string `json:"savedTo,omitempty"`
 }
 
 // Recover rolls back every transaction left pending by a relay process that
@@ -90,6 +93,11 @@ func recoverLocked(projectDir string) ([]Recovered, error) {
 		if err != nil {
 			return out, err
 		}
+		saved, err := saveCurrent(proj, st, filepath.Join(dir, "undone", st.UUID))
+		if err != nil {
+			proj.close()
+			return out, fmt.Errorf("recover transaction %s: keep the current files before restoring: %w", st.UUID, err)
+		}
 		restored, err := proj.restore(st)
 		proj.close()
 		if err != nil {
@@ -98,12 +106,41 @@ func recoverLocked(projectDir string) ([]Recovered, error) {
 		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return out, err
 		}
-		out = append(out, Recovered{UUID: st.UUID, Restored: nonNilStrings(restored)})
+		out = append(out, Recovered{UUID: st.UUID, Restored: nonNilStrings(restored), SavedTo: saved})
 	}
 	if len(out) > 0 {
 		_ = syncDir(dir)
 	}
 	return out, nil
+}
+
+// saveCurrent copies every snapshot path whose current content differs from
+// the snapshot into backup, before recovery overwrites it: between a crash
+// and the next relay command a person may have edited those files. It returns
+// backup, or "" when nothing differed.
+func saveCurrent(proj *project, st *State, backup string) (string, error) {
+	saved := false
+	for name, before := range st.Snapshot {
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			continue // never write outside the backup directory, whatever the record says
+		}
+		cur, err := proj.read(name)
+		if err != nil || !cur.exists || before != nil && *before == cur.content {
+			continue
+		}
+		dst := filepath.Join(backup, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(dst, []byte(cur.content), 0o600); err != nil {
+			return "", err
+		}
+		saved = true
+	}
+	if !saved {
+		return "", nil
+	}
+	return backup, nil
 }
 
 func nonNilStrings(s []string) []string {

@@ -357,6 +357,16 @@ func TestRecoverRestoresOrphan(t *testing.T) {
 	if len(pendingFiles(t, dir)) != 0 {
 		t.Errorf("pending file kept")
 	}
+	// The files as the crash left them are kept, so edits made since are not lost.
+	wantSaved := filepath.Join(dir, StateDir, "undone", testUUID)
+	if rec[0].SavedTo != wantSaved {
+		t.Errorf("SavedTo = %q, want %q", rec[0].SavedTo, wantSaved)
+	}
+	for name, want := range map[string]string{"a.txt": "A", "n1/n2/new.txt": "n"} {
+		if got, err := os.ReadFile(filepath.Join(wantSaved, name)); err != nil || string(got) != want {
+			t.Errorf("saved %s = %q, %v; want %q", name, got, err, want)
+		}
+	}
 	// A rolled-back uuid may be applied again.
 	if _, err := engine(dir).Run(context.Background(), Request{Response: response(write("a.txt", "A"))}); err != nil {
 		t.Errorf("re-apply after recovery: %v", err)
