@@ -100,11 +100,8 @@ func artifactPutRun(ctx context.Context, opts *ArtifactPutOptions) error {
 			createdBy = "cli:" + u
 		}
 	}
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, id)
 	if err != nil {
-		return err
-	}
-	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	a, err := c.PutArtifact(ctx, id, client.PutArtifactParams{Name: name, Type: opts.Type, CreatedBy: createdBy, Capability: opts.Capability, Content: body})
@@ -156,11 +153,8 @@ func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, id)
 	if err != nil {
-		return err
-	}
-	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	if opts.Out == "" {
@@ -254,11 +248,8 @@ func artifactLsRun(ctx context.Context, opts *ArtifactLsOptions) error {
 	if opts.Limit < 1 || opts.Limit > 1000 {
 		return Usagef("--limit %d must be between 1 and 1000", opts.Limit)
 	}
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, id)
 	if err != nil {
-		return err
-	}
-	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	as, err := c.ListArtifacts(ctx, id, opts.Type, opts.Limit)

@@ -375,12 +375,22 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// threadRef lets memory commands take an id prefix or a thread name too; a full id costs no lookup.
-func threadRef(ctx context.Context, c *client.Client, id string) (string, error) {
-	if _, err := uuid.Parse(id); err == nil && len(id) == 36 {
-		return id, nil
+// threadClient connects to the daemon and resolves a thread argument (id,
+// id prefix or name): the first step of every thread-scoped command. A full
+// id costs no lookup.
+func threadClient(ctx context.Context, f *Factory, arg string) (*client.Client, string, error) {
+	c, err := memoryClient(f)
+	if err != nil {
+		return nil, "", err
 	}
-	return resolveThread(ctx, c, id)
+	if _, err := uuid.Parse(arg); err == nil && len(arg) == 36 {
+		return c, arg, nil
+	}
+	id, err := resolveThread(ctx, c, arg)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, id, nil
 }
 
 // warnExposed warns when the daemon listens beyond loopback with no API token.

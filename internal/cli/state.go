@@ -69,11 +69,8 @@ func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, id)
 	if err != nil {
-		return err
-	}
-	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	h, truncated, err := c.Header(ctx, id)
@@ -139,11 +136,8 @@ func stateGetRun(ctx context.Context, opts *StateGetOptions) error {
 	if opts.Version < 0 {
 		return Usagef("--version must be a positive version number")
 	}
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, id)
 	if err != nil {
-		return err
-	}
-	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	doc, err := c.State(ctx, id, opts.Version)
@@ -221,11 +215,8 @@ func statePatchRun(ctx context.Context, opts *StatePatchOptions) error {
 	if opts.Expected < 0 {
 		return Usagef("--base must be a positive version number")
 	}
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, id)
 	if err != nil {
-		return err
-	}
-	if id, err = threadRef(ctx, c, id); err != nil {
 		return err
 	}
 	expected := opts.Expected

@@ -165,13 +165,11 @@ func newCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
 }
 
 func showRun(ctx context.Context, opts *ShowOptions) error {
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, opts.ThreadID)
 	if err != nil {
 		return err
 	}
-	if opts.ThreadID, err = threadRef(ctx, c, opts.ThreadID); err != nil {
-		return err
-	}
+	opts.ThreadID = id
 	t, err := c.GetThread(ctx, opts.ThreadID)
 	if err != nil {
 		return apiErr(err, opts.ThreadID)
@@ -243,13 +241,11 @@ func tailRun(ctx context.Context, opts *TailOptions) error {
 	if opts.After < 0 {
 		return Usagef("--after must be a non-negative event id")
 	}
-	c, err := memoryClient(opts.F)
+	c, id, err := threadClient(ctx, opts.F, opts.ThreadID)
 	if err != nil {
 		return err
 	}
-	if opts.ThreadID, err = threadRef(ctx, c, opts.ThreadID); err != nil {
-		return err
-	}
+	opts.ThreadID = id
 	print := func(e memory.Event) error {
 		if opts.JSON {
 			b, _ := json.Marshal(e)
