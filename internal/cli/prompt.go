@@ -16,7 +16,6 @@ import (
 type PromptOptions struct {
 	IO       *iostreams.IOStreams
 	Config   func() (*config.Config, error)
-	WorkDir  func() (string, error)
 	Strategy string
 	Copy     bool
 	// WriteClipboard puts text on the clipboard (replaced in tests).
@@ -24,7 +23,7 @@ type PromptOptions struct {
 }
 
 func newCmdPrompt(f *Factory, runF func(*PromptOptions) error) *cobra.Command {
-	opts := &PromptOptions{IO: f.IO, Config: f.ProjectConfig, WorkDir: f.WorkDir, WriteClipboard: clipboard.Write}
+	opts := &PromptOptions{IO: f.IO, Config: f.ProjectConfig, WriteClipboard: clipboard.Write}
 	cmd := &cobra.Command{
 		Use:   "prompt",
 		Short: "Print the system prompt that teaches your LLM relay's response format",

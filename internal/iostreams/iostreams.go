@@ -72,8 +72,7 @@ func (s *IOStreams) Color(code, text string) string {
 	return "\x1b[" + code + "m" + text + "\x1b[0m"
 }
 
-// Green, Red, Yellow and Bold are the only styles relay uses.
+// Green, Red and Yellow are the only styles relay uses.
 func (s *IOStreams) Green(t string) string  { return s.Color("32", t) }
 func (s *IOStreams) Red(t string) string    { return s.Color("31", t) }
 func (s *IOStreams) Yellow(t string) string { return s.Color("33", t) }
-func (s *IOStreams) Bold(t string) string   { return s.Color("1", t) }
