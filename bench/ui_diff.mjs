@@ -1,6 +1,6 @@
-// Speed of the web UI's version diff (internal/daemon/ui/static/diff.js) on large states.
+// Speed of the web UI's version diff (internal/memory/server/ui/static/diff.js) on large states.
 // Run: node bench/ui_diff.mjs   (prints ms per diff; no thresholds)
-import { diffLines } from "../internal/daemon/ui/static/diff.js";
+import { diffLines } from "../internal/memory/server/ui/static/diff.js";
 
 const state = (n, changeEvery) =>
   JSON.stringify(

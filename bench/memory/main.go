@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relaydev/relay/internal/daemon"
+	"github.com/relaydev/relay/internal/memory/server"
 )
 
 func main() {
@@ -63,12 +63,12 @@ func main() {
 	check(err)
 	defer os.RemoveAll(home)
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan daemon.Info, 1)
+	ready := make(chan server.Info, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, daemon.RunOptions{Home: home, Port: 0, Version: "bench", Sync: *syncMode, Ready: func(i daemon.Info) { ready <- i }})
+		done <- server.Run(ctx, server.RunOptions{Home: home, Port: 0, Version: "bench", Sync: *syncMode, Ready: func(i server.Info) { ready <- i }})
 	}()
-	var info daemon.Info
+	var info server.Info
 	select {
 	case info = <-ready:
 	case err := <-done:

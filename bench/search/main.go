@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relaydev/relay/internal/capability/search"
+	"github.com/relaydev/relay/internal/memory/capability/search"
 	"github.com/relaydev/relay/internal/memory"
 )
 

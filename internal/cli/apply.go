@@ -17,9 +17,9 @@ import (
 
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/patch"
+	"github.com/relaydev/relay/internal/apply/patch"
 	"github.com/relaydev/relay/internal/run"
-	"github.com/relaydev/relay/internal/txn"
+	"github.com/relaydev/relay/internal/apply/txn"
 )
 
 // ApplyOptions are the inputs of `relay apply`.

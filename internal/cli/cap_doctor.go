@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/relaydev/relay/internal/capability/search"
-	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/memory/capability/search"
+	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/tokens"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/relaydev/relay/internal/daemon"
+	"github.com/relaydev/relay/internal/memory/server"
 )
 
 func init() {
@@ -48,15 +48,15 @@ func init() {
 		work := env.WorkDir
 		env.Defer(func() {
 			_ = filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() || d.Name() != daemon.InfoFile {
+				if err != nil || d.IsDir() || d.Name() != server.InfoFile {
 					return nil
 				}
 				home := filepath.Dir(p)
-				info, err := daemon.ReadInfo(home)
+				info, err := server.ReadInfo(home)
 				if err != nil || info.PID <= 0 {
 					return nil
 				}
-				if pid, _ := daemon.LockHolder(home); pid == info.PID {
+				if pid, _ := server.LockHolder(home); pid == info.PID {
 					_ = syscall.Kill(info.PID, syscall.SIGTERM)
 				}
 				return nil

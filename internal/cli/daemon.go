@@ -18,9 +18,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/config"
-	"github.com/relaydev/relay/internal/daemon"
+	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/iostreams"
 )
 
@@ -134,8 +134,8 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	}
 	// the background daemon's own warning lands in its log; the user must see it here
 	warnExposed(f.IO.ErrOut, opts.Host, u.Token)
-	if pid, _ := daemon.LockHolder(home); pid != 0 {
-		if info, err := daemon.ReadInfo(home); err == nil {
+	if pid, _ := server.LockHolder(home); pid != 0 {
+		if info, err := server.ReadInfo(home); err == nil {
 			fmt.Fprintf(f.IO.ErrOut, "relay daemon already running (pid %d)\n", pid)
 			return printUp(f.IO, opts.JSON, info)
 		}
@@ -147,7 +147,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", home, err)
 	}
-	logPath := filepath.Join(home, daemon.LogFile)
+	logPath := filepath.Join(home, server.LogFile)
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open daemon log: %w", err)
@@ -179,7 +179,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 			_ = child.Process.Signal(syscall.SIGTERM)
 			return ctx.Err()
 		case <-tick.C:
-			info, err := daemon.ReadInfo(home)
+			info, err := server.ReadInfo(home)
 			if err != nil || info.PID != child.Process.Pid {
 				continue
 			}
@@ -197,7 +197,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	}
 }
 
-func printUp(io *iostreams.IOStreams, asJSON bool, info daemon.Info) error {
+func printUp(io *iostreams.IOStreams, asJSON bool, info server.Info) error {
 	if asJSON {
 		return writeJSON(io.Out, info)
 	}
@@ -230,11 +230,11 @@ func upForeground(ctx context.Context, opts *UpOptions, home string, port int, t
 		level = slog.LevelWarn
 	}
 	warnExposed(opts.F.IO.ErrOut, opts.Host, token)
-	err := daemon.Run(ctx, daemon.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
-		LogLevel: level, Sync: opts.F.Getenv("RELAY_DB_SYNC"), Ready: func(info daemon.Info) {
+	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
+		LogLevel: level, Sync: opts.F.Getenv("RELAY_DB_SYNC"), Ready: func(info server.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
 		}})
-	if errors.Is(err, daemon.ErrAlreadyRunning) {
+	if errors.Is(err, server.ErrAlreadyRunning) {
 		return WithHint(err, "relay status")
 	}
 	if err != nil {
@@ -272,14 +272,14 @@ func downRun(ctx context.Context, opts *DownOptions) error {
 	if err != nil {
 		return err
 	}
-	pid, err := daemon.LockHolder(home)
+	pid, err := server.LockHolder(home)
 	if err != nil {
 		return err
 	}
 	if pid == 0 {
 		// Files left by a crash are stale: nobody holds the lock.
-		os.Remove(filepath.Join(home, daemon.InfoFile))
-		os.Remove(filepath.Join(home, daemon.PIDFile))
+		os.Remove(filepath.Join(home, server.InfoFile))
+		os.Remove(filepath.Join(home, server.PIDFile))
 		fmt.Fprintln(opts.F.IO.ErrOut, "relay daemon is not running")
 		return nil
 	}
@@ -288,7 +288,7 @@ func downRun(ctx context.Context, opts *DownOptions) error {
 	}
 	deadline := time.Now().Add(opts.Wait)
 	for time.Now().Before(deadline) {
-		if p, _ := daemon.LockHolder(home); p != pid {
+		if p, _ := server.LockHolder(home); p != pid {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon stopped (pid %d)\n", pid)
 			return nil
 		}

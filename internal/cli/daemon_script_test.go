@@ -13,8 +13,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/relaydev/relay/internal/client"
-	"github.com/relaydev/relay/internal/daemon"
+	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/memory/server"
 )
 
 func init() {
@@ -106,11 +106,11 @@ func cmdHoldPort(ts *testscript.TestScript, neg bool, args []string) {
 // cmdKillDaemon sends SIGKILL to the daemon of $RELAY_HOME and waits for it to die.
 func cmdKillDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	home := ts.Getenv("RELAY_HOME")
-	info, err := daemon.ReadInfo(home)
+	info, err := server.ReadInfo(home)
 	ts.Check(err)
 	ts.Check(syscall.Kill(info.PID, syscall.SIGKILL))
 	for i := 0; i < 500; i++ {
-		if pid, _ := daemon.LockHolder(home); pid == 0 {
+		if pid, _ := server.LockHolder(home); pid == 0 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

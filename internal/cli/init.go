@@ -18,7 +18,7 @@ import (
 	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/prompt"
+	"github.com/relaydev/relay/internal/apply/prompt"
 )
 
 // InitOptions are the inputs of `relay init`.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/txn"
+	"github.com/relaydev/relay/internal/apply/txn"
 )
 
 // LogOptions are the inputs of `relay log`.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/relaydev/relay/internal/client"
-	"github.com/relaydev/relay/internal/daemon"
+	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -24,7 +24,7 @@ func checkDaemon(ctx context.Context, f *Factory) checkResult {
 	if err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error()}
 	}
-	pid, _ := daemon.LockHolder(home)
+	pid, _ := server.LockHolder(home)
 	c, err := memoryClient(f)
 	if err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "relay init"}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/iostreams"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/relaydev/relay/internal/client"
+	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/iostreams"
 )
 

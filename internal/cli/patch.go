@@ -13,7 +13,7 @@ import (
 
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/patch"
+	"github.com/relaydev/relay/internal/apply/patch"
 )
 
 // PatchOptions are the inputs of `relay patch`.

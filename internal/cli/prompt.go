@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/clipboard"
+	"github.com/relaydev/relay/internal/apply/clipboard"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/prompt"
+	"github.com/relaydev/relay/internal/apply/prompt"
 )
 
 // PromptOptions are the inputs of `relay prompt`.

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/relaydev/relay/internal/daemon/ui"
+	"github.com/relaydev/relay/internal/memory/server/ui"
 )
 
 // uiDoctorChecks: is the web UI served, and can `relay open` start a browser here?

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/relaydev/relay/internal/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
 	"github.com/relaydev/relay/internal/memory/statedoc"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { applyEdits, counts, diffLines, hunks } from "../../internal/daemon/ui/static/diff.js";
+import { applyEdits, counts, diffLines, hunks } from "../../internal/memory/server/ui/static/diff.js";
 
 function lcsLen(a, b) {
   const dp = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));

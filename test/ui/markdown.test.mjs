@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { parseInline, parseMarkdown, safeHref } from "../../internal/daemon/ui/static/markdown.js";
+import { parseInline, parseMarkdown, safeHref } from "../../internal/memory/server/ui/static/markdown.js";
 
 const ALLOWED = new Set(["#text", "p", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "code", "blockquote", "hr", "ul", "ol", "li", "a", "strong", "em", "del", "br", "table"]);
 

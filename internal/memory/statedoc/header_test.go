@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/relaydev/relay/internal/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
 )
 
 // build returns a valid document with the given lists (raw JSON arrays).

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relaydev/relay/internal/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
 )
 
 // State is a decoded, validated state document held in memory. Patching it copies only the

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relaydev/relay/internal/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
 )
 
 // Schema is the value of the document's $schema member.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/relaydev/relay/internal/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
 )
 
 var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)

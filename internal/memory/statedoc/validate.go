@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relaydev/relay/internal/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
 )
 
 // maxProblems stops validation early: a broken 10,000-fact list needs no 10,000-line error.

@@ -1,0 +1,215 @@
+package txn
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/relaydev/relay/internal/apply/patch"
+)
+
+// State is one transaction record: `.relaycode/{uuid}.pending.yml` while it
+// runs, `.relaycode/{uuid}.yml` once committed. The first fields follow
+// relaycode's StateFile so its records stay readable.
+type State struct {
+	UUID          string            `yaml:"uuid" json:"uuid"`
+	ProjectID     string            `yaml:"projectId" json:"projectId"`
+	CreatedAt     time.Time         `yaml:"createdAt" json:"createdAt"`
+	GitCommitMsg  string            `yaml:"gitCommitMsg,omitempty" json:"gitCommitMsg,omitempty"`
+	PromptSummary string            `yaml:"promptSummary,omitempty" json:"promptSummary,omitempty"`
+	Reasoning     []string          `yaml:"reasoning" json:"reasoning"`
+	Operations    []patch.Operation `yaml:"operations" json:"-"`
+	// Snapshot maps every touched path to its content before the
+	// transaction; nil means the file did not exist.
+	Snapshot map[string]*string `yaml:"snapshot" json:"-"`
+	// Modes holds the permission bits (octal) of snapshot files that existed.
+	Modes map[string]string `yaml:"modes,omitempty" json:"-"`
+	// CreatedDirs are directories that did not exist before, outermost first;
+	// rollback removes them when they are empty.
+	CreatedDirs []string `yaml:"createdDirs,omitempty" json:"-"`
+	// After fingerprints each touched path once committed, so revert can tell
+	// whether the files changed since.
+	After    map[string]string `yaml:"after,omitempty" json:"-"`
+	Files    []FileChange      `yaml:"files,omitempty" json:"files"`
+	RevertOf string            `yaml:"revertOf,omitempty" json:"revertOf,omitempty"`
+	PID      int               `yaml:"pid,omitempty" json:"-"`
+	Approved bool              `yaml:"approved" json:"-"`
+}
+
+// FileChange is one file's net change in a transaction.
+type FileChange struct {
+	Path    string `yaml:"path" json:"path"`
+	Action  string `yaml:"action" json:"action"` // new, edit, delete or rename
+	From    string `yaml:"from,omitempty" json:"from,omitempty"`
+	Added   int    `yaml:"added" json:"added"`
+	Removed int    `yaml:"removed" json:"removed"`
+}
+
+const (
+	pendingSuffix   = ".pending.yml"
+	committedSuffix = ".yml"
+)
+
+func stateDir(projectDir string) string { return filepath.Join(projectDir, StateDir) }
+
+func pendingPath(projectDir, id string) string {
+	return filepath.Join(stateDir(projectDir), id+pendingSuffix)
+}
+
+func committedPath(projectDir, id string) string {
+	return filepath.Join(stateDir(projectDir), id+committedSuffix)
+}
+
+// validUUID guards file names built from an LLM-supplied uuid.
+func validUUID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || strings.ContainsAny(id, `/\{}:`) || len(id) != 36 {
+		return fmt.Errorf("uuid %q is not a valid UUID (like 0b7c…-…, 36 characters)", id)
+	}
+	return nil
+}
+
+// writeFileSync writes data to name through a temporary file in the same
+// directory, fsyncs it, renames it into place and fsyncs the directory.
+func writeFileSync(name string, data []byte) error {
+	dir := filepath.Dir(name)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+func (s *State) marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func readState(name string) (*State, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := unmarshalState(b)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return s, nil
+}
+
+func unmarshalState(b []byte) (*State, error) {
+	var s State
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	if s.UUID == "" {
+		return nil, errors.New("no uuid in the record")
+	}
+	return &s, nil
+}
+
+// mode returns the recorded permission bits of a snapshot path (0644 when
+// unknown, as for records written by relaycode).
+func (s *State) mode(p string) fs.FileMode {
+	if m, ok := s.Modes[p]; ok {
+		if n, err := strconv.ParseUint(m, 8, 32); err == nil {
+			return fs.FileMode(n) & fs.ModePerm
+		}
+	}
+	return 0o644
+}
+
+// fingerprint identifies a file's content and mode; "absent" for no file.
+func fingerprint(content string, exists bool, mode fs.FileMode) string {
+	if !exists {
+		return "absent"
+	}
+	sum := sha256.Sum256([]byte(content))
+	return fmt.Sprintf("%04o %s", mode.Perm(), hex.EncodeToString(sum[:]))
+}
+
+// List returns the committed transactions of a project, newest first.
+func List(projectDir string) ([]*State, error) {
+	entries, err := os.ReadDir(stateDir(projectDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", StateDir, err)
+	}
+	var out []*State
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, committedSuffix) || strings.HasSuffix(name, pendingSuffix) ||
+			validUUID(strings.TrimSuffix(name, committedSuffix)) != nil {
+			continue // not a transaction record
+		}
+		s, err := readState(filepath.Join(stateDir(projectDir), name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	slices.SortStableFunc(out, func(a, b *State) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.UUID, b.UUID)
+	})
+	return out, nil
+}
+
+// Committed reports whether uuid has a committed record in the project.
+func Committed(projectDir, id string) bool {
+	if validUUID(id) != nil {
+		return false
+	}
+	_, err := os.Stat(committedPath(projectDir, id))
+	return err == nil
+}

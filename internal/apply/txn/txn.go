@@ -1,0 +1,536 @@
+// Package txn applies a parsed LLM response to a project as one transaction:
+// snapshot, a fsynced pending record, apply, checks, then commit or a byte-
+// for-byte rollback. It also recovers transactions orphaned by a crash, lists
+// committed ones, reverts them and commits them to git. It never prints; the
+// caller gets progress through Engine.Logf.
+package txn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/relaydev/relay/internal/apply/lint"
+	"github.com/relaydev/relay/internal/apply/patch"
+)
+
+// Options are the project settings a transaction follows (config "patch"
+// and "git" sections).
+type Options struct {
+	ProjectID            string
+	ApprovalMode         string // "auto" or "manual"
+	ApprovalOnErrorCount int
+	Linter               string
+	PreCommand           string
+	PostCommand          string
+	MinFileChanges       int
+	MaxFileChanges       int // 0: no limit
+	AutoGitBranch        bool
+	GitBranchPrefix      string
+	GitBranchTemplate    string // "uuid" or "gitCommitMsg"
+	FuzzyThreshold       float64
+}
+
+// Patcher applies one code block body to a file's content (patch.Apply).
+type Patcher func(original string, exists bool, strategy patch.Strategy, body string, opts patch.Options) (patch.Result, error)
+
+// CommandResult is a finished shell command.
+type CommandResult struct {
+	Stdout, Stderr string
+	ExitCode       int
+}
+
+// Runner runs a user shell command in dir. It returns an error only when the
+// command could not run to completion (not found, cancelled); a non-zero exit
+// is reported in ExitCode.
+type Runner func(ctx context.Context, dir, script string) (CommandResult, error)
+
+// Engine runs transactions in one project directory.
+type Engine struct {
+	Dir  string
+	Opts Options
+	// Patch applies code blocks; nil uses patch.Apply.
+	Patch Patcher
+	// Shell runs preCommand, postCommand and the linter; nil uses sh -c.
+	Shell Runner
+	// Git runs git in the project; nil uses the git binary.
+	Git func(ctx context.Context, dir string, args ...string) (string, error)
+	// Logf receives progress lines; nil drops them.
+	Logf func(format string, args ...any)
+	// Ask asks the user to approve applied changes; nil means nobody can be
+	// asked, so changes that need approval are rolled back.
+	Ask func(ctx context.Context, reason string) (bool, error)
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+	// NoSync skips fsync of project files at commit (benchmarks only; the
+	// pending record is always fsynced).
+	NoSync bool
+}
+
+// Request is one response to apply.
+type Request struct {
+	Response *patch.Response
+	// Yes approves without asking (-y).
+	Yes bool
+	// RevertOf marks a revert transaction with the uuid it reverts.
+	RevertOf string
+	// Modes sets the permission bits of files the operations write (used by
+	// revert to bring back a file's old mode).
+	Modes map[string]fs.FileMode
+	// PruneDirs are removed after applying when empty (revert: the
+	// directories the reverted transaction created).
+	PruneDirs []string
+}
+
+// Result is a committed transaction.
+type Result struct {
+	State    *State
+	Baseline int // linter errors before, -1 when no linter is configured
+	Final    int
+	Branch   string // git branch created, if any
+	// BranchErr is why the auto branch could not be created (the transaction
+	// is committed regardless).
+	BranchErr error
+	Duration  time.Duration
+}
+
+// SkipError is a response that is not applied at all: nothing was run or
+// touched.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "skipping patch: " + e.Reason }
+
+// NeedsApprovalError is a transaction that needed a person's approval when
+// nobody could be asked.
+type NeedsApprovalError struct{ Reason string }
+
+func (e *NeedsApprovalError) Error() string {
+	// Reason is a progress line ("Manual approval required…."); errors are lowercase.
+	r := strings.TrimSuffix(e.Reason, ".")
+	if r != "" {
+		r = strings.ToLower(r[:1]) + r[1:]
+	}
+	return r + ", and there is no terminal to ask on"
+}
+
+// ErrRejected is the user answering no at the approval prompt.
+var ErrRejected = errors.New("changes rejected by the user")
+
+// Failure is a transaction that failed or was rejected at Step. Whatever it
+// had changed was restored (Restored) unless RollbackErr says otherwise.
+type Failure struct {
+	UUID        string
+	Step        string // pre-command, snapshot, patch, write, post-command, linter, approval, interrupted, commit
+	Err         error
+	Touched     bool // whether project files had been changed before the rollback
+	Restored    []string
+	RollbackErr error
+}
+
+func (f *Failure) Error() string {
+	var status string
+	switch {
+	case f.RollbackErr != nil:
+		status = "and " + f.RollbackErr.Error()
+	case f.Touched:
+		status = fmt.Sprintf("so the transaction was rolled back (%d file(s) restored; the project is as it was)", len(f.Restored))
+	default:
+		status = "nothing was changed"
+	}
+	if f.Step == "approval" || f.Step == "interrupted" {
+		return fmt.Sprintf("%v; %s", f.Err, status)
+	}
+	return fmt.Sprintf("%s failed, %s: %v", f.Step, status, f.Err)
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+func (e *Engine) logf(format string, args ...any) {
+	if e.Logf != nil {
+		e.Logf(format, args...)
+	}
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// Run applies one response as a transaction. It returns a *SkipError, a
+// *Failure (after rolling back) or a *BusyError, or the committed Result.
+func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	resp := req.Response
+	if resp == nil {
+		return nil, errors.New("no response to apply")
+	}
+	c := resp.Control
+	if err := e.validate(resp); err != nil {
+		return nil, err
+	}
+
+	lk, err := tryLock(e.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.unlock()
+	if rec, err := recoverLocked(e.Dir); err != nil {
+		return nil, err
+	} else {
+		for _, r := range rec {
+			e.logf("Recovered interrupted transaction %s: restored %d file(s).", r.UUID, len(r.Restored))
+		}
+	}
+	if Committed(e.Dir, c.UUID) {
+		return nil, &SkipError{fmt.Sprintf("uuid '%s' has already been processed", c.UUID)}
+	}
+
+	e.logf("Starting transaction %s (%d operation(s)).", c.UUID, len(resp.Operations))
+	if len(resp.Reasoning) > 0 {
+		e.logf("Reasoning:")
+		for _, line := range resp.Reasoning {
+			e.logf("  %s", line)
+		}
+	}
+	fail := func(step string, err error) *Failure {
+		return &Failure{UUID: c.UUID, Step: step, Err: err}
+	}
+
+	if cmd := strings.TrimSpace(e.Opts.PreCommand); cmd != "" {
+		e.logf("  - Running pre-command: %s", cmd)
+		res, err := e.shell(ctx, cmd)
+		if err != nil {
+			return nil, fail("pre-command", err)
+		}
+		if res.ExitCode != 0 {
+			return nil, fail("pre-command", commandFailed(cmd, res))
+		}
+	}
+	baseline := -1
+	if cmd := strings.TrimSpace(e.Opts.Linter); cmd != "" {
+		n, err := e.lint(ctx, cmd)
+		if err != nil {
+			return nil, fail("linter", err)
+		}
+		baseline = n
+		e.logf("  - Baseline linter error count: %d", n)
+	}
+	if ctx.Err() != nil {
+		return nil, fail("interrupted", errors.New("interrupted before any change"))
+	}
+
+	proj, err := openProject(e.Dir)
+	if err != nil {
+		return nil, fail("snapshot", err)
+	}
+	defer proj.close()
+	pl, err := e.plan(proj, req)
+	if err != nil {
+		step := "snapshot"
+		var (
+			pe   *patchError
+			path *PathError
+		)
+		if errors.As(err, &pe) {
+			step = "patch"
+		} else if errors.As(err, &path) {
+			step = "path check"
+		}
+		return nil, fail(step, err)
+	}
+
+	st := &State{
+		UUID:          c.UUID,
+		ProjectID:     c.ProjectID,
+		CreatedAt:     e.now().UTC(),
+		GitCommitMsg:  c.GitCommitMsg,
+		PromptSummary: c.PromptSummary,
+		Reasoning:     nonNil(resp.Reasoning),
+		Operations:    resp.Operations,
+		Snapshot:      make(map[string]*string, len(pl.order)),
+		Modes:         map[string]string{},
+		CreatedDirs:   pl.createdDirs,
+		RevertOf:      req.RevertOf,
+		PID:           os.Getpid(),
+	}
+	for _, name := range pl.order {
+		orig := pl.orig[name]
+		if orig.exists {
+			content := orig.content
+			st.Snapshot[name] = &content
+			st.Modes[name] = fmt.Sprintf("%04o", orig.mode.Perm())
+		} else {
+			st.Snapshot[name] = nil
+		}
+	}
+	data, err := st.marshal()
+	if err != nil {
+		return nil, fail("snapshot", fmt.Errorf("encode pending record: %w", err))
+	}
+	pl.pendingYAML = data
+	pending := pendingPath(e.Dir, c.UUID)
+	if err := writeFileSync(pending, data); err != nil {
+		return nil, fail("snapshot", fmt.Errorf("write %s: %w", pending, err))
+	}
+	e.logf("  - Staged changes to %s/%s%s", StateDir, c.UUID, pendingSuffix)
+
+	// From here on project files change: every failure rolls back.
+	rollback := func(step string, cause error) *Failure {
+		f := fail(step, cause)
+		f.Touched = true
+		e.logf("Rolling back changes: %v", cause)
+		f.Restored, f.RollbackErr = proj.restore(st)
+		if f.RollbackErr == nil {
+			if err := os.Remove(pending); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				f.RollbackErr = fmt.Errorf("remove pending record: %w", err)
+			} else {
+				_ = syncDir(stateDir(e.Dir))
+				e.logf("Transaction %s rolled back; %d file(s) restored.", c.UUID, len(f.Restored))
+			}
+		}
+		return f
+	}
+
+	e.logf("  - Applying file operations...")
+	if err := pl.materialize(proj); err != nil {
+		return nil, rollback("write", err)
+	}
+	proj.pruneDirs(req.PruneDirs)
+	for _, line := range pl.opLines {
+		e.logf("    %s", line)
+	}
+	if ctx.Err() != nil {
+		return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) while applying"))
+	}
+
+	if cmd := strings.TrimSpace(e.Opts.PostCommand); cmd != "" {
+		e.logf("  - Running post-command: %s", cmd)
+		res, err := e.shell(ctx, cmd)
+		if ctx.Err() != nil {
+			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) during the post-command"))
+		}
+		if err != nil {
+			return nil, rollback("post-command", err)
+		}
+		if res.ExitCode != 0 {
+			return nil, rollback("post-command", commandFailed(cmd, res))
+		}
+	}
+	final := 0
+	if cmd := strings.TrimSpace(e.Opts.Linter); cmd != "" {
+		n, err := e.lint(ctx, cmd)
+		if ctx.Err() != nil {
+			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) during the linter"))
+		}
+		if err != nil {
+			return nil, rollback("linter", err)
+		}
+		final = n
+		e.logf("  - Final linter error count: %d (baseline %d)", n, baseline)
+	}
+
+	if err := e.approve(ctx, req, baseline, final); err != nil {
+		if ctx.Err() != nil {
+			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) before approval"))
+		}
+		return nil, rollback("approval", err)
+	}
+	if ctx.Err() != nil {
+		return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) before commit"))
+	}
+
+	if err := e.commit(proj, st, pl); err != nil {
+		return nil, rollback("commit", err)
+	}
+	res := &Result{State: st, Baseline: baseline, Final: final}
+	if e.Opts.AutoGitBranch {
+		res.Branch, res.BranchErr = e.autoBranch(ctx, st)
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+func (e *Engine) validate(resp *patch.Response) error {
+	c := resp.Control
+	if err := validUUID(c.UUID); err != nil {
+		return &SkipError{err.Error()}
+	}
+	if c.ProjectID != e.Opts.ProjectID {
+		return &SkipError{fmt.Sprintf("projectId mismatch (expected '%s', got '%s')", e.Opts.ProjectID, c.ProjectID)}
+	}
+	n := len(resp.Operations)
+	if n == 0 {
+		return &SkipError{"the response has no file operations"}
+	}
+	if e.Opts.MinFileChanges > 0 && n < e.Opts.MinFileChanges {
+		return &SkipError{fmt.Sprintf("not enough file changes (expected at least %d, got %d)", e.Opts.MinFileChanges, n)}
+	}
+	if e.Opts.MaxFileChanges > 0 && n > e.Opts.MaxFileChanges {
+		return &SkipError{fmt.Sprintf("too many file changes (expected at most %d, got %d)", e.Opts.MaxFileChanges, n)}
+	}
+	return nil
+}
+
+func commandFailed(cmd string, res CommandResult) error {
+	msg := fmt.Sprintf("%q exited with code %d", cmd, res.ExitCode)
+	if s := strings.TrimSpace(res.Stderr); s != "" {
+		msg += "\nStderr: " + lastLines(s, 20)
+	} else if s := strings.TrimSpace(res.Stdout); s != "" {
+		msg += "\nOutput: " + lastLines(s, 20)
+	}
+	return errors.New(msg)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *Engine) shell(ctx context.Context, cmd string) (CommandResult, error) {
+	if e.Shell != nil {
+		return e.Shell(ctx, e.Dir, cmd)
+	}
+	return ShellRunner(ctx, e.Dir, cmd)
+}
+
+func (e *Engine) lint(ctx context.Context, cmd string) (int, error) {
+	res, err := e.shell(ctx, cmd)
+	if err != nil {
+		return 0, fmt.Errorf("linter %q: %w", cmd, err)
+	}
+	if res.ExitCode == 126 || res.ExitCode == 127 {
+		// The shell could not start it: the count means nothing, say so.
+		e.logf("  ! The linter did not run (exit %d: %s); fix patch.linter in the config.", res.ExitCode, firstLine(strings.TrimSpace(res.Stderr)))
+	}
+	return lint.Count(res.Stdout, res.Stderr, res.ExitCode), nil
+}
+
+func (e *Engine) approve(ctx context.Context, req Request, baseline, final int) error {
+	if req.Yes {
+		e.logf("  - Changes approved via -y/--yes.")
+		return nil
+	}
+	introduced := final - max(baseline, 0)
+	var reason string
+	if e.Opts.ApprovalMode == "manual" {
+		reason = `Manual approval required because "approvalMode" is "manual".`
+	} else if introduced <= e.Opts.ApprovalOnErrorCount {
+		e.logf("  - Changes automatically approved based on your configuration.")
+		return nil
+	} else {
+		reason = fmt.Sprintf("Manual approval required: the linter found %d new error(s) (threshold is %d).", introduced, e.Opts.ApprovalOnErrorCount)
+	}
+	if e.Ask == nil {
+		return &NeedsApprovalError{Reason: reason}
+	}
+	e.logf("%s", reason)
+	ok, err := e.Ask(ctx, reason)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrRejected
+	}
+	return nil
+}
+
+// commit records the transaction as approved: fingerprints and stats, the
+// committed record written and fsynced, then the pending record removed.
+func (e *Engine) commit(proj *project, st *State, pl *plan) error {
+	if !e.NoSync {
+		if err := pl.syncWritten(proj); err != nil {
+			return fmt.Errorf("flush written files: %w", err)
+		}
+	}
+	st.After = make(map[string]string, len(pl.order))
+	for _, name := range pl.order {
+		cur, err := proj.read(name)
+		if err != nil {
+			return err
+		}
+		st.After[name] = fingerprint(cur.content, cur.exists, cur.mode)
+	}
+	st.Files = pl.fileChanges()
+	st.Approved = true
+	data, err := committedYAML(st, pl.pendingYAML)
+	if err != nil {
+		return err
+	}
+	if err := writeFileSync(committedPath(e.Dir, st.UUID), data); err != nil {
+		return fmt.Errorf("write committed record: %w", err)
+	}
+	// A crash here leaves both files; recovery keeps the committed one.
+	if err := os.Remove(pendingPath(e.Dir, st.UUID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove pending record: %w", err)
+	}
+	return syncDir(stateDir(e.Dir))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// parallel runs fn over items with a few goroutines, returning the first error.
+func parallel(items []string, fn func(string) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	ch := make(chan string)
+	for range min(8, len(items)) {
+		wg.Go(func() {
+			for it := range ch {
+				if err := fn(it); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, it := range items {
+		ch <- it
+	}
+	close(ch)
+	wg.Wait()
+	return first
+}
+
+// committedYAML is the pending record with the commit fields in place of its
+// final "approved: false" line, so the snapshot is not encoded twice (the
+// biggest CPU cost of a large transaction).
+func committedYAML(st *State, pending []byte) ([]byte, error) {
+	const tail = "approved: false\n"
+	if !bytes.HasSuffix(pending, []byte(tail)) {
+		return st.marshal()
+	}
+	extra, err := yaml.Marshal(struct {
+		After    map[string]string `yaml:"after,omitempty"`
+		Files    []FileChange      `yaml:"files,omitempty"`
+		Approved bool              `yaml:"approved"`
+	}{st.After, st.Files, st.Approved})
+	if err != nil {
+		return nil, err
+	}
+	out := append(bytes.Clone(pending[:len(pending)-len(tail)]), extra...)
+	return out, nil
+}

@@ -1,0 +1,424 @@
+package server
+
+// Routes of issue 7: capabilities, the A2A envelope, reports, stats, export/import.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory/a2a"
+	"github.com/relaydev/relay/internal/memory/bundle"
+	"github.com/relaydev/relay/internal/memory/capability"
+	"github.com/relaydev/relay/internal/memory/capability/fetch"
+	"github.com/relaydev/relay/internal/memory/capability/search"
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/report"
+	"github.com/relaydev/relay/internal/tokens"
+	"github.com/relaydev/relay/plugin"
+)
+
+func init() {
+	registerRoutes(func(s *Server, mux *http.ServeMux) {
+		x, err := newCapExt(s, os.Getenv)
+		if err != nil {
+			s.log.Error("capabilities disabled", "err", err)
+			return
+		}
+		mux.Handle("GET /cap/list", s.api(x.handleCapList))
+		mux.Handle("POST /cap/invoke", s.api(x.handleCapInvoke))
+		mux.Handle("POST /a2a", s.api(x.handleA2A))
+		mux.Handle("POST /reports/{id}", s.api(x.handleReport))
+		mux.Handle("GET /threads/{id}/stats", s.api(x.handleStats))
+		mux.Handle("GET /threads/{id}/export", s.api(x.handleExport))
+		mux.Handle("POST /import", s.api(x.handleImport))
+	})
+}
+
+// capExt holds the per-server capability registry and A2A processor.
+type capExt struct {
+	s     *Server
+	reg   *capability.Registry
+	calls capability.Store
+	a2a   *a2a.Processor
+
+	tokOnce sync.Once
+	tok     *tokens.Cache
+	tokErr  error
+}
+
+// ExtraCapabilities lets embedders add plugin capabilities to every new server.
+var ExtraCapabilities []struct {
+	Capability plugin.Capability
+	Handler    plugin.Handler
+}
+
+// fetchOptions reads RELAY_FETCH_ALLOW (comma-separated CIDRs or addresses) and
+// RELAY_FETCH_TIMEOUT / RELAY_FETCH_MAX_BYTES.
+func fetchOptions(getenv func(string) string) (fetch.Options, error) {
+	var o fetch.Options
+	for _, f := range strings.Split(getenv("RELAY_FETCH_ALLOW"), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return o, fmt.Errorf("RELAY_FETCH_ALLOW: %q is not an address or CIDR", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		o.Allow = append(o.Allow, p)
+	}
+	if v := getenv("RELAY_FETCH_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return o, fmt.Errorf("RELAY_FETCH_TIMEOUT: %w", err)
+		}
+		o.Timeout = d
+	}
+	if v := getenv("RELAY_FETCH_MAX_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return o, fmt.Errorf("RELAY_FETCH_MAX_BYTES: %w", err)
+		}
+		o.MaxBytes = n
+	}
+	return o, nil
+}
+
+type threadArtifacts struct {
+	st             memory.Store
+	thread, capabl string
+}
+
+func (t threadArtifacts) PutArtifact(ctx context.Context, a plugin.NewArtifact) (string, error) {
+	art, err := t.st.PutArtifact(ctx, t.thread, memory.PutArtifactParams{Name: a.Name, Type: a.Type, Content: a.Content,
+		CreatedBy: "relay", Capability: t.capabl, SourceRefs: a.SourceRefs})
+	return art.Ref, err
+}
+
+func newCapExt(s *Server, getenv func(string) string) (*capExt, error) {
+	x := &capExt{s: s}
+	if s.sql != nil {
+		x.calls = capability.NewSQLStore(s.sql)
+	} else {
+		x.calls = capability.NewMemStore()
+	}
+	x.reg = capability.New(x.calls, func(thread, name string) plugin.ArtifactStore {
+		return threadArtifacts{st: s.store, thread: thread, capabl: name}
+	})
+	x.reg.OnCall = x.onCall
+	if s.sql != nil {
+		c, h := search.Capability(s.sql.ReadDB())
+		if err := x.reg.Register(c, h); err != nil {
+			return nil, err
+		}
+	}
+	fo, err := fetchOptions(getenv)
+	if err != nil {
+		return nil, err
+	}
+	c, h := fetch.Capability(fo)
+	if err := x.reg.Register(c, h); err != nil {
+		return nil, err
+	}
+	for _, e := range ExtraCapabilities {
+		if err := x.reg.Register(e.Capability, e.Handler); err != nil {
+			return nil, err
+		}
+	}
+	var lim a2a.Limits
+	if v := getenv("RELAY_A2A_MAX_HOPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("RELAY_A2A_MAX_HOPS must be a positive integer, got %q", v)
+		}
+		lim.MaxHops = n
+	}
+	if s.sql != nil {
+		x.a2a = a2a.NewProcessor(s.sql, lim, x.runEnvelope)
+		x.a2a.ThreadExists = func(ctx context.Context, id string) error { _, err := s.store.GetThread(ctx, id); return err }
+	}
+	return x, nil
+}
+
+// onCall records the call in the thread: an event, the cache-hit counter and the tokens the
+// agent did not have to read (full result minus preview, bytes/4 as in the header metrics).
+func (x *capExt) onCall(ctx context.Context, inv *capability.Invocation) error {
+	ev, err := x.s.store.AppendEvent(ctx, inv.ThreadID, "cap.invoked", map[string]any{
+		"capability": inv.Capability, "artifact_ref": inv.ArtifactRef, "cached": inv.CacheHit, "duration_ms": inv.DurationMS})
+	if err != nil {
+		return err
+	}
+	inv.EventID = ev.ID
+	m := memory.Metrics{}
+	if inv.CacheHit {
+		m.CacheHits = 1
+	}
+	if a, err := x.s.store.GetArtifact(ctx, inv.ThreadID, inv.ArtifactRef); err == nil {
+		m.TokensAvoided = max(0, int64(tokens.Estimate(int(a.Size))-tokens.Estimate(len(inv.Preview))))
+	}
+	if m == (memory.Metrics{}) {
+		return nil
+	}
+	return x.s.store.AddMetrics(ctx, inv.ThreadID, m)
+}
+
+func (x *capExt) tokens() (*tokens.Cache, error) {
+	x.tokOnce.Do(func() {
+		c, err := tokens.New(tokens.Default)
+		x.tok, x.tokErr = tokens.NewCache(c), err
+	})
+	return x.tok, x.tokErr
+}
+
+func (x *capExt) source() (report.Source, error) {
+	tc, err := x.tokens()
+	if err != nil {
+		return report.Source{}, err
+	}
+	src := report.Source{Store: x.s.store, Tokens: tc, Calls: x.calls.Calls, SessionCacheHits: x.reg.SessionCacheHits}
+	if x.s.sql != nil {
+		db := x.s.sql.ReadDB()
+		src.Hops = func(ctx context.Context, id string) (int, error) { return a2a.Hops(ctx, db, id) }
+	}
+	return src, nil
+}
+
+func (x *capExt) handleCapList(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]any{"capabilities": x.reg.List()})
+	return nil
+}
+
+func capError(err error) error {
+	var ae *capability.ArgsError
+	var nf *capability.NotFoundError
+	var re *capability.ResultError
+	var he *capability.HandlerError
+	var be *fetch.BlockedError
+	switch {
+	case errors.As(err, &ae):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Msg: ae.Error(), Extra: map[string]any{"problems": ae.Problems}}
+	case errors.As(err, &nf):
+		return &apiError{Status: http.StatusNotFound, Code: "unknown_capability", Msg: nf.Error(), Extra: map[string]any{"available": nf.Known}}
+	case errors.As(err, &be):
+		return &apiError{Status: http.StatusForbidden, Code: "blocked_address", Msg: err.Error()}
+	case errors.Is(err, search.ErrEmptyQuery):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Msg: err.Error()}
+	case errors.As(err, &re):
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: "capability_failed", Msg: re.Error()}
+	case errors.As(err, &he):
+		var me *memory.InvalidError
+		var tl *memory.TooLargeError
+		if errors.As(err, &me) || errors.As(err, &tl) {
+			return err
+		}
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: "capability_failed", Msg: he.Error()}
+	}
+	return err
+}
+
+func (x *capExt) handleCapInvoke(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ThreadID   string          `json:"thread_id"`
+		Capability string          `json:"capability"`
+		Args       json.RawMessage `json:"args"`
+		NoCache    bool            `json:"no_cache"`
+	}
+	if err := decodeJSON(w, r, MaxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ThreadID == "" || req.Capability == "" {
+		return badRequest("thread_id and capability are required")
+	}
+	if _, err := x.s.store.GetThread(r.Context(), req.ThreadID); err != nil {
+		return err
+	}
+	inv, err := x.reg.InvokeOpts(r.Context(), req.ThreadID, req.Capability, req.Args, req.NoCache)
+	if err != nil {
+		return capError(err)
+	}
+	writeJSON(w, http.StatusOK, inv)
+	return nil
+}
+
+// runEnvelope executes an accepted A2A request by invoking its capability with the payload as args.
+func (x *capExt) runEnvelope(ctx context.Context, e *a2a.Envelope) (json.RawMessage, error) {
+	if _, err := x.s.store.AppendEvent(ctx, e.ThreadID, "a2a.received", map[string]any{
+		"msg_id": e.MsgID, "from": e.From, "type": e.Type, "to_capability": e.ToCapability, "payload_bytes": len(e.Payload)}); err != nil {
+		return nil, err
+	}
+	if e.Type != "request" {
+		return json.RawMessage(`{"accepted":true}`), nil
+	}
+	inv, err := x.reg.Invoke(ctx, e.ThreadID, e.ToCapability, e.Payload)
+	if err != nil {
+		return nil, capError(err)
+	}
+	return json.Marshal(inv)
+}
+
+func (x *capExt) handleA2A(w http.ResponseWriter, r *http.Request) error {
+	if x.a2a == nil {
+		return &apiError{Status: http.StatusNotImplemented, Code: "not_supported", Msg: "the A2A endpoint needs the SQLite store"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	if err != nil {
+		return err
+	}
+	res, err := x.a2a.Process(r.Context(), body)
+	var re *a2a.RuleError
+	if errors.As(err, &re) {
+		st := re.Status
+		if re.Rule == a2a.RulePayloadSize {
+			st = http.StatusRequestEntityTooLarge
+		}
+		return &apiError{Status: st, Code: "envelope_rejected", Msg: re.Error(), Extra: map[string]any{"rule": re.Rule}}
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (x *capExt) handleStats(w http.ResponseWriter, r *http.Request) error {
+	src, err := x.source()
+	if err != nil {
+		return err
+	}
+	st, err := report.ComputeStats(r.Context(), src, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+func (x *capExt) handleReport(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Format string `json:"format"`
+		Store  *bool  `json:"store"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, MaxThreadBody, &req); err != nil {
+			return err
+		}
+	}
+	if req.Format == "" {
+		req.Format = "json"
+	}
+	if req.Format != "json" && req.Format != "md" {
+		return badRequest("format must be md or json, got %q", req.Format)
+	}
+	src, err := x.source()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	rep, err := report.Build(r.Context(), src, id, time.Now())
+	if err != nil {
+		return err
+	}
+	var body []byte
+	typ, name := memory.TypeJSON, "report.json"
+	if req.Format == "md" {
+		body, typ, name = rep.Markdown(), memory.TypeMarkdown, "report.md"
+	} else {
+		body, _ = json.MarshalIndent(rep, "", "  ")
+	}
+	ref := ""
+	if req.Store == nil || *req.Store {
+		a, err := x.s.store.PutArtifact(r.Context(), id, memory.PutArtifactParams{Name: name, Type: typ, Content: body, CreatedBy: "relay report"})
+		if err != nil {
+			return err
+		}
+		ref = a.Ref
+		if _, err := x.s.store.AppendEvent(r.Context(), id, "report.generated", map[string]any{"artifact_ref": ref, "format": req.Format, "size": len(body)}); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("X-Relay-Artifact-Ref", ref)
+	if req.Format == "md" {
+		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+		w.Write(body)
+		return nil
+	}
+	out, _ := json.Marshal(struct {
+		*report.Report
+		ArtifactRef string `json:"artifact_ref"`
+		Format      string `json:"format"`
+	}{rep, ref, req.Format})
+	writeRawJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (x *capExt) handleExport(w http.ResponseWriter, r *http.Request) error {
+	if x.s.sql == nil {
+		return &apiError{Status: http.StatusNotImplemented, Code: "not_supported", Msg: "export needs the SQLite store"}
+	}
+	id := r.PathValue("id")
+	// Spool to a temp file so a failure mid-way is an error response, not a truncated zip.
+	tmp, err := os.CreateTemp("", "relay-export-*.zip")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := bundle.Export(r.Context(), x.s.sql, id, x.s.version, tmp); err != nil {
+		return err
+	}
+	size, err := tmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.Header().Set("Content-Disposition", `attachment; filename="relay-`+id+`.zip"`)
+	_, err = io.Copy(w, tmp)
+	if err != nil {
+		x.s.log.Info("export interrupted", "thread", id, "err", err)
+	}
+	return nil
+}
+
+func (x *capExt) handleImport(w http.ResponseWriter, r *http.Request) error {
+	if x.s.sql == nil {
+		return &apiError{Status: http.StatusNotImplemented, Code: "not_supported", Msg: "import needs the SQLite store"}
+	}
+	body, err := io.ReadAll(r.Body) // capped by the server-wide body limit
+	if err != nil {
+		return err
+	}
+	asNew := r.URL.Query().Get("as_new")
+	res, err := bundle.Import(r.Context(), x.s.sql, bytes.NewReader(body), int64(len(body)), bundle.ImportOptions{AsNew: asNew == "1" || asNew == "true"})
+	var ue *bundle.UnsafeError
+	var ee *bundle.ExistsError
+	switch {
+	case errors.As(err, &ue):
+		return &apiError{Status: http.StatusBadRequest, Code: "unsafe_bundle", Msg: err.Error()}
+	case errors.As(err, &ee):
+		return &apiError{Status: http.StatusConflict, Code: "thread_exists", Msg: err.Error()}
+	case err != nil:
+		return err
+	}
+	// No thread.imported event: the imported event log stays exactly the exported one.
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}

@@ -1,0 +1,399 @@
+package server
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) versionInfo() map[string]any {
+	return map[string]any{"version": s.version, "api": "v1", "state_schema": "com.relay.state.v1",
+		"go": runtime.Version(), "started_at": memory.Time{Time: s.started},
+		"uptime_seconds": time.Since(s.started).Round(time.Millisecond).Seconds()}
+}
+
+func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, s.versionInfo())
+	return nil
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.store.Stats(r.Context())
+	if err != nil {
+		return err
+	}
+	out := s.versionInfo()
+	out["pid"] = os.Getpid()
+	out["url"] = s.url
+	out["store"] = st
+	out["auth"] = len(s.token) > 0
+	if s.sql != nil {
+		out["mirror_error"] = s.sql.MirrorErr()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) error {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxThreadBody))
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Name string `json:"name"`
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := json.Unmarshal(b, &in); err != nil {
+			return jsonError(err)
+		}
+	}
+	t, err := s.store.CreateThread(r.Context(), memory.CreateThreadParams{Name: in.Name})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/threads/"+t.ID)
+	writeJSON(w, http.StatusCreated, t)
+	return nil
+}
+
+// intParam parses an optional non-negative integer query parameter within [0, max].
+func intParam(r *http.Request, name string, def, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || (max > 0 && n > max) {
+		if max > 0 {
+			return 0, badRequest("query parameter %s=%q must be an integer between 0 and %d", name, v, max)
+		}
+		return 0, badRequest("query parameter %s=%q must be a non-negative integer", name, v)
+	}
+	return n, nil
+}
+
+func limitParam(r *http.Request, def int) (int, error) {
+	n, err := intParam(r, "limit", int64(def), 1000)
+	if err == nil && n == 0 {
+		n = int64(def)
+	}
+	return int(n), err
+}
+
+func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) error {
+	limit, err := limitParam(r, 50)
+	if err != nil {
+		return err
+	}
+	ts, err := s.store.ListThreads(r.Context(), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"threads": ts})
+	return nil
+}
+
+func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	t, err := s.store.GetThread(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	h, err := s.store.Header(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		memory.Thread
+		Header json.RawMessage `json:"header"`
+	}{t, h.JSON})
+	return nil
+}
+
+func etag(v int) string { return `"` + memory.StateRef(v) + `"` }
+
+// notModified answers 304 when the client already has this version.
+func notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
+	if m := r.Header.Get("If-None-Match"); m != "" && (m == tag || m == "*") {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
+}
+
+func (s *Server) handleState(w http.ResponseWriter, r *http.Request) error {
+	v, err := intParam(r, "version", 0, 1<<31)
+	if err != nil {
+		return err
+	}
+	st, err := s.store.State(r.Context(), r.PathValue("id"), int(v))
+	if err != nil {
+		return err
+	}
+	tag := etag(st.Version)
+	w.Header().Set("ETag", tag)
+	w.Header().Set("X-Relay-Version", strconv.Itoa(st.Version))
+	if notModified(w, r, tag) {
+		return nil
+	}
+	writeRawJSON(w, http.StatusOK, st.Doc)
+	return nil
+}
+
+func (s *Server) handleHeader(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.store.Header(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	tag := etag(h.Version)
+	w.Header().Set("ETag", tag)
+	w.Header().Set("X-Relay-Version", strconv.Itoa(h.Version))
+	if h.Truncated {
+		w.Header().Set("X-Relay-Truncated", "true")
+	}
+	writeRawJSON(w, http.StatusOK, h.JSON)
+	return nil
+}
+
+// parseVersion accepts v7, "v7", W/"v7" and 7.
+func parseVersion(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "W/")
+	s = strings.Trim(s, `"`)
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "v"), "V")
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0
+}
+
+func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	if err != nil {
+		return err
+	}
+	body = bytes.TrimSpace(body)
+	var patch []byte
+	expected, author := 0, r.URL.Query().Get("author")
+	switch {
+	case len(body) == 0:
+		return badRequest("request body is empty; send a JSON Patch array like [{\"op\":\"add\",\"path\":\"/facts/-\",\"value\":{…}}]")
+	case body[0] == '[':
+		if !json.Valid(body) {
+			var v any
+			return jsonError(json.Unmarshal(body, &v))
+		}
+		patch = body
+	case body[0] == '{':
+		var in struct {
+			Patch           json.RawMessage `json:"patch"`
+			ExpectedVersion *int            `json:"expected_version"`
+			Author          string          `json:"author"`
+		}
+		if err := json.Unmarshal(body, &in); err != nil {
+			return jsonError(err)
+		}
+		if len(in.Patch) == 0 || in.Patch[0] != '[' {
+			return &apiError{Status: http.StatusBadRequest, Code: "invalid_patch", Msg: `body object needs "patch": a JSON Patch array`}
+		}
+		patch = in.Patch
+		if in.ExpectedVersion != nil {
+			if *in.ExpectedVersion < 1 {
+				return badRequest("expected_version must be a positive integer")
+			}
+			expected = *in.ExpectedVersion
+		}
+		if in.Author != "" {
+			author = in.Author
+		}
+	default:
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_patch", Msg: "body must be a JSON Patch array or an object with \"patch\""}
+	}
+	if q := r.URL.Query().Get("expected_version"); q != "" {
+		n, ok := parseVersion(q)
+		if !ok {
+			return badRequest("expected_version=%q must be a positive integer", q)
+		}
+		expected = n
+	}
+	if h := r.Header.Get("If-Match"); h != "" && h != "*" {
+		n, ok := parseVersion(h)
+		if !ok {
+			return badRequest("If-Match %q must name a version like v7", h)
+		}
+		expected = n
+	}
+	res, err := s.store.PatchState(r.Context(), id, patch, expected, author)
+	if err != nil {
+		var ce *memory.ConflictError
+		if asConflict(err, &ce) {
+			w.Header().Set("ETag", etag(ce.Current))
+		}
+		return err
+	}
+	w.Header().Set("ETag", etag(res.Version))
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) handleVersions(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	after, err := intParam(r, "after", 0, 1<<31)
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		return err
+	}
+	vs, err := s.store.Versions(r.Context(), id, int(after), limit)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.GetThread(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"versions": vs, "current_version": t.Version})
+	return nil
+}
+
+func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	p := memory.PutArtifactParams{Name: q.Get("name"), Type: q.Get("type"), CreatedBy: q.Get("created_by"), Capability: q.Get("capability")}
+	if v := q.Get("source_refs"); v != "" {
+		p.SourceRefs = strings.Split(v, ",")
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "application/json" {
+		var in struct {
+			Name          string   `json:"name"`
+			Type          string   `json:"type"`
+			Content       *string  `json:"content"`
+			ContentBase64 *string  `json:"content_base64"`
+			CreatedBy     string   `json:"created_by"`
+			Capability    string   `json:"capability"`
+			SourceRefs    []string `json:"source_refs"`
+		}
+		if err := decodeJSON(w, r, MaxArtifactJSON, &in); err != nil {
+			return err
+		}
+		switch {
+		case in.Content != nil && in.ContentBase64 != nil:
+			return badRequest("send either content or content_base64, not both")
+		case in.Content != nil:
+			p.Content = []byte(*in.Content)
+		case in.ContentBase64 != nil:
+			b, err := base64.StdEncoding.DecodeString(*in.ContentBase64)
+			if err != nil {
+				return badRequest("content_base64 is not valid base64: %v", err)
+			}
+			p.Content = b
+		default:
+			return badRequest("JSON artifact upload needs content (text) or content_base64; or send the raw bytes with Content-Type: application/octet-stream")
+		}
+		p.Name, p.Type, p.CreatedBy, p.Capability, p.SourceRefs = in.Name, in.Type, in.CreatedBy, in.Capability, in.SourceRefs
+	} else {
+		var buf bytes.Buffer
+		if n := r.ContentLength; n > 0 && n <= MaxArtifactBody {
+			buf.Grow(int(n) + bytes.MinRead) // one allocation instead of doubling
+		}
+		if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxArtifactBody)); err != nil {
+			return err
+		}
+		p.Content = buf.Bytes()
+	}
+	a, err := s.store.PutArtifact(r.Context(), id, p)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if a.Deduplicated {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/threads/"+id+"/artifacts/"+a.Ref)
+	writeJSON(w, status, a)
+	return nil
+}
+
+func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) error {
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	as, err := s.store.ListArtifacts(r.Context(), r.PathValue("id"), memory.ListArtifactsOptions{Type: q.Get("type"), After: q.Get("after"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"artifacts": as})
+	return nil
+}
+
+func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error {
+	id, ref := r.PathValue("id"), r.PathValue("ref")
+	raw := r.URL.Query().Get("raw")
+	if raw != "1" && raw != "true" {
+		a, err := s.store.GetArtifact(r.Context(), id, ref)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, a)
+		return nil
+	}
+	a, b, err := s.store.ArtifactContent(r.Context(), id, ref)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", a.Mime)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("ETag", `"`+a.Hash+`"`)
+	h.Set("X-Relay-Artifact-Type", a.Type)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Disposition", `attachment; filename="`+a.Ref+memory.ExtFor(a.Type, a.Mime)+`"`)
+	if notModified(w, r, `"`+a.Hash+`"`) {
+		return nil
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
+	return nil
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
+	after, err := intParam(r, "after", 0, 0)
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		return err
+	}
+	evs, err := s.store.Events(r.Context(), r.PathValue("id"), after, limit)
+	if err != nil {
+		return err
+	}
+	last := after
+	if len(evs) > 0 {
+		last = evs[len(evs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "last_id": last})
+	return nil
+}

@@ -1,0 +1,378 @@
+// Package daemon serves the memory store (internal/memory) over HTTP on loopback: JSON routes
+// with Go 1.22 method patterns, bearer-token auth, JSON errors, body caps, Server-Sent Events
+// and graceful shutdown. docs/api.md is the contract.
+//
+// Other files in this package add routes from init with registerRoutes, e.g.
+//
+//	func init() {
+//		registerRoutes(func(s *Server, mux *http.ServeMux) {
+//			mux.Handle("POST /cap/invoke", s.api(s.handleCapInvoke))
+//		})
+//	}
+//
+// and get auth, body caps, logging and error mapping for free.
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// Body caps (docs/api.md).
+const (
+	MaxThreadBody   = 64 << 10
+	MaxJSONBody     = 1 << 20
+	MaxArtifactBody = memory.MaxArtifactSize
+	MaxArtifactJSON = 70 << 20
+	maxAnyBody      = MaxArtifactJSON
+)
+
+var (
+	hookMu     sync.Mutex
+	routeHooks []func(*Server, *http.ServeMux)
+)
+
+// registerRoutes adds a function that registers extra routes on every new Server's mux.
+func registerRoutes(f func(*Server, *http.ServeMux)) {
+	hookMu.Lock()
+	defer hookMu.Unlock()
+	routeHooks = append(routeHooks, f)
+}
+
+// Options configure a Server.
+type Options struct {
+	Store   memory.Store
+	Token   string // empty = no auth
+	Logger  *slog.Logger
+	Version string
+	// Home is $RELAY_HOME (for routes that need files there); may be empty in tests.
+	Home string
+}
+
+// Server is the daemon's HTTP handler.
+type Server struct {
+	store   memory.Store
+	sql     *memory.SQLite // nil when the store is not SQLite
+	token   []byte
+	log     *slog.Logger
+	version string
+	home    string
+	started time.Time
+	mux     *http.ServeMux
+
+	doneOnce sync.Once
+	done     chan struct{} // closed at shutdown so SSE streams end
+	url      string
+}
+
+// New builds a Server with every core route and every registered extension route.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := &Server{store: o.Store, token: []byte(o.Token), log: o.Logger, version: o.Version, home: o.Home,
+		started: time.Now(), mux: http.NewServeMux(), done: make(chan struct{})}
+	s.sql, _ = o.Store.(*memory.SQLite)
+	s.routes()
+	hookMu.Lock()
+	hooks := append([]func(*Server, *http.ServeMux){}, routeHooks...)
+	hookMu.Unlock()
+	for _, h := range hooks {
+		h(s, s.mux)
+	}
+	s.mux.Handle("/", s.api(s.handleNoRoute))
+	return s
+}
+
+// Store returns the server's store.
+func (s *Server) Store() memory.Store { return s.store }
+
+// Close ends open event streams; call before http.Server.Shutdown.
+func (s *Server) Close() { s.doneOnce.Do(func() { close(s.done) }) }
+
+// Handler returns the full middleware chain.
+func (s *Server) Handler() http.Handler {
+	return browserGuard(s.recoverer(s.logRequests(s.guard(s.mux))))
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.Handle("GET /health", s.api(s.handleHealth))
+	m.Handle("GET /version", s.api(s.handleVersion))
+	m.Handle("GET /status", s.api(s.handleStatus))
+	m.Handle("POST /threads", s.api(s.handleCreateThread))
+	m.Handle("GET /threads", s.api(s.handleListThreads))
+	m.Handle("GET /threads/{id}", s.api(s.handleGetThread))
+	m.Handle("GET /threads/{id}/state", s.api(s.handleState))
+	m.Handle("GET /threads/{id}/state/header", s.api(s.handleHeader))
+	m.Handle("POST /threads/{id}/state/patch", s.api(s.handlePatch))
+	m.Handle("GET /threads/{id}/state/versions", s.api(s.handleVersions))
+	m.Handle("POST /threads/{id}/artifacts", s.api(s.handlePutArtifact))
+	m.Handle("GET /threads/{id}/artifacts", s.api(s.handleListArtifacts))
+	m.Handle("GET /threads/{id}/artifacts/{ref}", s.api(s.handleGetArtifact))
+	m.Handle("GET /threads/{id}/events", s.api(s.handleEvents))
+	m.Handle("GET /threads/{id}/events/stream", s.api(s.handleStream))
+}
+
+// handleNoRoute answers what no pattern matched: 405 with Allow when the path exists for
+// other methods (the catch-all pattern hides the mux's own 405), else 404; JSON either way.
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) error {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pat := s.mux.Handler(probe); pat != "" && pat != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return &apiError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+			Msg: fmt.Sprintf("%s is not supported on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))}
+	}
+	return notFound("no route %s %s; see docs/api.md", r.Method, r.URL.Path)
+}
+
+// apiError is an error with an HTTP status and API code; Extra fields go into the error object.
+type apiError struct {
+	Status int
+	Code   string
+	Msg    string
+	Extra  map[string]any
+}
+
+func (e *apiError) Error() string { return e.Msg }
+
+func badRequest(format string, a ...any) error {
+	return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Msg: fmt.Sprintf(format, a...)}
+}
+
+func notFound(format string, a ...any) error {
+	return &apiError{Status: http.StatusNotFound, Code: "not_found", Msg: fmt.Sprintf(format, a...)}
+}
+
+// api adapts a handler that returns an error to http.Handler, writing the JSON error body.
+func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := toAPIError(err)
+	if e.Status >= 500 {
+		if r.Context().Err() != nil {
+			return // the client went away; nothing to report
+		}
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		e.Msg = "internal error; details are in daemon.log (relay doctor can help)"
+	}
+	body := map[string]any{"code": e.Code, "message": e.Msg}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="relay"`)
+	}
+	writeJSON(w, e.Status, map[string]any{"error": body})
+}
+
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	var nf *memory.NotFoundError
+	var ce *memory.ConflictError
+	var ie *memory.InvalidError
+	var tl *memory.TooLargeError
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mb):
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
+			Msg: fmt.Sprintf("request body is larger than the limit of %d bytes; store big content as an artifact", mb.Limit), Extra: map[string]any{"limit": mb.Limit}}
+	case errors.As(err, &nf):
+		return &apiError{Status: http.StatusNotFound, Code: "not_found", Msg: nf.Error()}
+	case errors.As(err, &ce):
+		return &apiError{Status: http.StatusConflict, Code: "version_conflict", Msg: ce.Error(),
+			Extra: map[string]any{"current_version": ce.Current, "state_ref": memory.StateRef(ce.Current)}}
+	case errors.As(err, &ie):
+		st := http.StatusBadRequest
+		if ie.Code == "test_failed" {
+			st = http.StatusConflict
+		}
+		e := &apiError{Status: st, Code: ie.Code, Msg: ie.Msg}
+		if ie.Op >= 0 {
+			e.Extra = map[string]any{"op": ie.Op, "path": ie.Path}
+		}
+		return e
+	case errors.As(err, &tl):
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Msg: tl.Error(), Extra: map[string]any{"limit": tl.Limit}}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Msg: err.Error()}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"cannot encode response"}}`)
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte{'\n'})
+}
+
+// decodeJSON decodes a JSON body of at most limit bytes into v; bad JSON is a 400.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badRequest("request body has data after the JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var mb *http.MaxBytesError
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &mb):
+		return err
+	case errors.As(err, &te):
+		return badRequest("field %q must be %s, got %s", te.Field, te.Type.String(), te.Value)
+	case errors.As(err, &se):
+		return badRequest("malformed JSON at byte %d: %v", se.Offset, err)
+	case errors.Is(err, io.EOF):
+		return badRequest("request body is empty; send a JSON value")
+	}
+	return badRequest("malformed JSON: %v", err)
+}
+
+// guard enforces the body cap, the token and same-origin state changes.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxAnyBody)
+		if !safeMethod(r.Method) {
+			if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" {
+				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "forbidden", Msg: "cross-site requests may not change relay data"})
+				return
+			}
+			if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "forbidden", Msg: fmt.Sprintf("requests from origin %s may not change relay data", o)})
+				return
+			}
+		}
+		if len(s.token) > 0 && !s.publicPath(r) && !s.authorized(r) {
+			s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized",
+				Msg: "missing or wrong API token; send Authorization: Bearer <token> (the token is in $RELAY_HOME/config.json)"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// publicPath: /health for probes, and the UI's static files (they hold no data; the UI asks
+// for the token before calling the API).
+func (s *Server) publicPath(r *http.Request) bool {
+	if r.URL.Path == "/health" {
+		return true
+	}
+	return safeMethod(r.Method) && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/"))
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got := ""
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		got = strings.TrimSpace(h[7:])
+	} else if strings.HasSuffix(r.URL.Path, "/events/stream") {
+		got = r.URL.Query().Get("access_token") // EventSource cannot set headers
+	}
+	return subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		level := slog.LevelDebug // success is routine; keep the log about problems
+		if sw.status >= 400 {
+			level = slog.LevelInfo
+		}
+		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"bytes", sw.bytes, "ms", float64(time.Since(start).Microseconds())/1000)
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				buf := make([]byte, 8<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(buf))
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

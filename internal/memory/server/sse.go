@@ -1,0 +1,88 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// pingEvery keeps proxies and idle timeouts from closing quiet streams.
+var pingEvery = 15 * time.Second
+
+func asConflict(err error, target **memory.ConflictError) bool { return errors.As(err, target) }
+
+// handleStream serves a thread's events as Server-Sent Events, resuming after Last-Event-ID.
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var after int64
+	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return badRequest("Last-Event-ID %q must be an event id (a non-negative integer)", v)
+		}
+		after = n
+	} else {
+		n, err := intParam(r, "after", 0, 0)
+		if err != nil {
+			return err
+		}
+		after = n
+	}
+	if _, err := s.store.GetThread(r.Context(), id); err != nil {
+		return err
+	}
+	// Subscribe before the first read so no event falls between read and wait.
+	wake, cancel := s.store.Subscribe(id)
+	defer cancel()
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+		return nil
+	}
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	for {
+		evs, err := s.store.Events(r.Context(), id, after, 500)
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.log.Error("event stream read failed", "thread", id, "err", err)
+			}
+			return nil // headers are sent; the client reconnects with Last-Event-ID
+		}
+		for _, e := range evs {
+			b, _ := json.Marshal(e)
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Type, b); err != nil {
+				return nil
+			}
+			after = e.ID
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+		if len(evs) == 500 {
+			continue
+		}
+		select {
+		case <-wake:
+		case <-ping.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return nil
+			}
+		case <-r.Context().Done():
+			return nil
+		case <-s.done:
+			return nil
+		}
+	}
+}
