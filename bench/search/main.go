@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relaydev/relay/internal/memory/capability/search"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/capability/search"
 )
 
 func main() {

@@ -15,11 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relaydev/relay/internal/apply/patch"
+	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/apply/patch"
 	"github.com/relaydev/relay/internal/run"
-	"github.com/relaydev/relay/internal/apply/txn"
 )
 
 // ApplyOptions are the inputs of `relay apply`.

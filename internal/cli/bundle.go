@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/memory/client"
 )
 
 // ExportOptions are the inputs of `relay export`.

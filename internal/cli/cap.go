@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/memory/client"
 )
 
 func newCmdCap(f *Factory) *cobra.Command {

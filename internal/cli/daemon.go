@@ -18,10 +18,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/config"
-	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/memory/server"
 )
 
 // exitNotRunning is `relay status`'s exit code when no daemon runs (as systemctl status).

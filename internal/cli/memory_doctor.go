@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/memory/server"
-	"github.com/relaydev/relay/internal/memory"
 )
 
 // memoryDoctorChecks are the daemon and store diagnostics.

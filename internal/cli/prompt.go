@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/apply/clipboard"
+	"github.com/relaydev/relay/internal/apply/prompt"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/apply/prompt"
 )
 
 // PromptOptions are the inputs of `relay prompt`.

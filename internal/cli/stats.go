@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/memory/client"
 )
 
 // StatsOptions are the inputs of `relay stats`.

@@ -12,11 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/apply/clipboard"
-	"github.com/relaydev/relay/internal/config"
-	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/apply/patch"
 	"github.com/relaydev/relay/internal/apply/prompt"
 	"github.com/relaydev/relay/internal/apply/txn"
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/iostreams"
 )
 
 // WatchOptions are the inputs of `relay watch`.

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/memory/capability/search"
-	"github.com/relaydev/relay/internal/memory"
 )
 
 // FormatID names the bundle format.

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/memory/capability/search"
-	"github.com/relaydev/relay/internal/memory"
 )
 
 func open(t *testing.T) *memory.SQLite {

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/relaydev/relay/internal/config"
-	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/server"
 )
 
 // Client talks to one daemon.

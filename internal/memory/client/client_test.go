@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/server"
 )
 
 // TestStreamResumesAfterDrop: when the daemon ends the stream, Stream reconnects with

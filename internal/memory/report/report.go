@@ -10,8 +10,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/tokens"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/tokens"
 )
 

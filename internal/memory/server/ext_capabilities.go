@@ -17,12 +17,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/a2a"
 	"github.com/relaydev/relay/internal/memory/bundle"
 	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/memory/capability/fetch"
 	"github.com/relaydev/relay/internal/memory/capability/search"
-	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/report"
 	"github.com/relaydev/relay/internal/tokens"
 	"github.com/relaydev/relay/plugin"
