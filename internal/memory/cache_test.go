@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +134,46 @@ func TestStateCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	if st, err := s.State(ctx, ids[1], 0); err != nil || st.Version != 1 {
 		t.Errorf("evicted thread reloads: v%d %v", st.Version, err)
+	}
+}
+
+// The mirror repair that runs in the background at open reads states of threads whose
+// state.json is stale; those reads are not uses and must not change which thread is evicted
+// (they did, so a repair racing with the first requests made eviction order arbitrary).
+func TestMirrorRepairDoesNotReorderCache(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s := openTest(t, home)
+	<-s.repairDone // the open-time repair (of an empty store) is over; run one by hand below
+	var ids []string
+	for i := 0; i < 3; i++ {
+		th, err := s.CreateThread(ctx, CreateThreadParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ID)
+	}
+	s.cmu.Lock()
+	s.cacheLimit = s.cacheBytes + 10
+	s.cmu.Unlock()
+	if _, err := s.Header(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	s.mirror.flush()
+	for _, id := range ids { // every state.json stale: the repair reads all three states
+		if err := os.WriteFile(filepath.Join(s.mirror.threadDir(id), "state.json"), []byte(`{"version":0}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.repairMirror(ctx)
+	if _, err := s.CreateThread(ctx, CreateThreadParams{}); err != nil {
+		t.Fatal(err)
+	}
+	s.cmu.RLock()
+	_, first := s.cache[ids[0]]
+	_, second := s.cache[ids[1]]
+	s.cmu.RUnlock()
+	if !first || second {
+		t.Errorf("after a repair and a fourth thread: first cached %v (want true), second cached %v (want false)", first, second)
 	}
 }

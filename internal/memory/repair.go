@@ -37,10 +37,10 @@ func (s *SQLite) repairMirror(ctx context.Context) {
 			return
 		}
 		s.repairEvents(ctx, r.id, r.lastEv)
+		// mirrorState reads the cached state or loads it without caching: a background
+		// repair is not a use, and touching the cache here would reorder its eviction.
 		if stateFileVersion(filepath.Join(s.mirror.threadDir(r.id), "state.json")) != r.version {
-			if _, err := s.latest(ctx, r.id); err == nil {
-				s.mirrorState(r.id)
-			}
+			s.mirrorState(r.id)
 		}
 	}
 }
