@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -135,7 +134,59 @@ const (
 	HighlightClose = "**"
 )
 
-// Search runs q over one thread's artifacts; best (lowest bm25) first. Score is -bm25, higher is better.
+// FTS5 marks matches with these; highlight turns them into HighlightOpen/Close.
+const (
+	markOpen  = "\x02"
+	markClose = "\x03"
+)
+
+// Score turns FTS5's bm25() (negative, lower is better) into the score of a Hit: -bm25,
+// positive, higher is better, to 6 significant digits. It is not rounded to a fixed number of
+// decimals: a term found in more than half the store's artifacts gets FTS5's minimum idf
+// (1e-6), so small stores score around 1e-6 and fixed rounding made every score 0.
+func Score(bm25 float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(-bm25, 'g', 6, 64), 64)
+	if v == 0 {
+		return 0 // not -0
+	}
+	return v
+}
+
+// highlight replaces FTS5's match marks with bold markers, except inside text that is
+// already bold (between two literal "**"), where adding markers made "****word****".
+func highlight(snip string) string {
+	var b strings.Builder
+	b.Grow(len(snip) + 16)
+	bold, marked := false, false
+	for i := 0; i < len(snip); {
+		switch {
+		case strings.HasPrefix(snip[i:], "**"):
+			b.WriteString("**")
+			bold = !bold
+			i += 2
+		case snip[i] == markOpen[0]:
+			if marked = !bold; marked {
+				b.WriteString(HighlightOpen)
+			}
+			i++
+		case snip[i] == markClose[0]:
+			if marked {
+				b.WriteString(HighlightClose)
+				marked = false
+			}
+			i++
+		default:
+			b.WriteByte(snip[i])
+			i++
+		}
+	}
+	if marked {
+		b.WriteString(HighlightClose)
+	}
+	return b.String()
+}
+
+// Search runs q over one thread's artifacts; best (lowest bm25) first. Hit.Score is Score(bm25).
 func Search(ctx context.Context, db *sql.DB, threadID string, q Query) ([]Hit, error) {
 	match, err := BuildMatch(q.Query)
 	if err != nil {
@@ -191,7 +242,7 @@ func Search(ctx context.Context, db *sql.DB, threadID string, q Query) ([]Hit, e
 			rows.Close()
 			return nil, err
 		}
-		h.Score = math.Round(-h.Score*1000) / 1000
+		h.Score = Score(h.Score)
 		hits = append(hits, h)
 		rowids = append(rowids, rowid)
 	}
@@ -202,14 +253,14 @@ func Search(ctx context.Context, db *sql.DB, threadID string, q Query) ([]Hit, e
 	for i, id := range rowids {
 		var snip string
 		err := db.QueryRowContext(ctx, `SELECT snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid = ?`,
-			HighlightOpen, HighlightClose, match, id).Scan(&snip)
+			markOpen, markClose, match, id).Scan(&snip)
 		if err != nil {
 			return nil, fmt.Errorf("search snippet: %w", err)
 		}
 		if snip == "" {
 			snip = hits[i].Name
 		}
-		hits[i].Snippet = memory.Sanitize(snip)
+		hits[i].Snippet = memory.Sanitize(highlight(snip))
 	}
 	return hits, nil
 }

@@ -268,3 +268,54 @@ func TestCacheScopeFollowsIndex(t *testing.T) {
 		t.Fatalf("scope changed %q -> %q after storing search results", one, s)
 	}
 }
+
+// A thread with one artifact: every term is in all of the store's artifacts, so FTS5 gives
+// it the minimum idf; the score is still the real (positive) -bm25, not 0. Text that is
+// already bold keeps one pair of markers.
+func TestSearchScoreAndBoldSnippet(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	put(t, st, tid, "notes.md", "markdown", "# Notes\nThe daemon **stores** state, and relay stores artifacts. **Fast relay** here.")
+	hits, err := Search(ctx, st.ReadDB(), tid, Query{Query: "stores"})
+	if err != nil || len(hits) != 1 {
+		t.Fatal(hits, err)
+	}
+	if hits[0].Score <= 0 {
+		t.Errorf("score = %v, want > 0 (-bm25)", hits[0].Score)
+	}
+	if want := "The daemon **stores** state, and relay **stores** artifacts."; !strings.Contains(hits[0].Snippet, want) {
+		t.Errorf("snippet %q, want it to contain %q", hits[0].Snippet, want)
+	}
+	hits, err = Search(ctx, st.ReadDB(), tid, Query{Query: "relay"})
+	if err != nil || len(hits) != 1 {
+		t.Fatal(hits, err)
+	}
+	if strings.Contains(hits[0].Snippet, "****") || !strings.Contains(hits[0].Snippet, "**Fast relay**") || !strings.Contains(hits[0].Snippet, "and **relay** stores") {
+		t.Errorf("snippet %q: bold text must not be bolded again", hits[0].Snippet)
+	}
+}
+
+func TestHighlight(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"a \x02b\x03 c", "a **b** c"},
+		{"**\x02b\x03**", "**b**"},
+		{"**x \x02b\x03 y** \x02b\x03", "**x b y** **b**"},
+		{"\x02a b\x03 \x02c\x03", "**a b** **c**"},
+		{"\x03stray \x02open", "stray **open**"},
+	} {
+		if got := highlight(tt.in); got != tt.want {
+			t.Errorf("highlight(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestScore(t *testing.T) {
+	for _, tt := range []struct{ bm25, want float64 }{
+		{-1.2345678, 1.23457}, {-1.1e-06, 1.1e-06}, {0, 0}, {-3.5, 3.5},
+	} {
+		if got := Score(tt.bm25); got != tt.want {
+			t.Errorf("Score(%v) = %v, want %v", tt.bm25, got, tt.want)
+		}
+	}
+}
