@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,8 +74,15 @@ type cached struct {
 	size      int // upper bound of len(JSON), exact when it was encoded at creation
 	sinceSnap int // versions since the last stored snapshot
 	metrics   Metrics
-	header    atomic.Pointer[Header]
+	header    atomic.Pointer[builtHeader]
 	used      atomic.Int64 // cacheTick at the last use
+	puts      atomic.Int64 // artifacts stored since this entry: a header built before is stale
+}
+
+// builtHeader is a header and the artifact-put count of its entry when it was built.
+type builtHeader struct {
+	Header
+	puts int64
 }
 
 // newCached wraps a parsed state whose JSON is doc (nil: not encoded yet, size is a bound).
@@ -545,16 +553,43 @@ func (s *SQLite) Header(ctx context.Context, id string) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	if h := c.header.Load(); h != nil {
-		return *h, nil
+	// Read before the artifacts: a put committed meanwhile makes this header stale, never
+	// leaves a stale one looking current.
+	puts := c.puts.Load()
+	if h := c.header.Load(); h != nil && h.puts == puts {
+		return h.Header, nil
 	}
-	b, t, err := c.st.Header(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided})
+	recent, err := s.recentArtifacts(ctx, id)
+	if err != nil {
+		return Header{}, err
+	}
+	b, t, err := c.st.HeaderWithArtifacts(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided}, recent)
 	if err != nil {
 		return Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
-	h := &Header{Version: c.version, JSON: b, Truncated: t}
+	h := &builtHeader{Header: Header{Version: c.version, JSON: b, Truncated: t}, puts: puts}
 	c.header.Store(h)
-	return *h, nil
+	return h.Header, nil
+}
+
+// recentArtifacts returns the thread's newest stored artifacts, oldest first, for the
+// header's artifact_refs (refs sort by creation time).
+func (s *SQLite) recentArtifacts(ctx context.Context, id string) ([]statedoc.ArtifactRef, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? ORDER BY ref DESC LIMIT ?`, id, statedoc.MaxArtifactRefs)
+	if err != nil {
+		return nil, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []statedoc.ArtifactRef
+	for rows.Next() {
+		var a statedoc.ArtifactRef
+		if err := rows.Scan(&a.Ref, &a.Type, &a.Name); err != nil {
+			return nil, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
+		}
+		out = append(out, a)
+	}
+	slices.Reverse(out)
+	return out, rows.Err()
 }
 
 // patchError turns a jsonpatch/statedoc error into an InvalidError with the API code.
@@ -784,6 +819,11 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 		}
 		out = a
 		return func() {
+			s.cmu.RLock()
+			if c := s.cache[id]; c != nil {
+				c.puts.Add(1) // its header lists recent artifacts
+			}
+			s.cmu.RUnlock()
 			s.mirror.artifact(a, p.Content)
 			s.mirror.event(ev)
 			s.broker.notify(id)

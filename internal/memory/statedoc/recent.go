@@ -1,0 +1,61 @@
+package statedoc
+
+import (
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
+)
+
+// ArtifactRef is an artifact stored in the thread, listed in the header's artifact_refs
+// even when no state patch added it to the document's artifacts.
+type ArtifactRef struct {
+	Ref  string
+	Type string
+	Name string
+}
+
+// HeaderWithArtifacts is Header with the thread's recently stored artifacts (oldest first)
+// merged into artifact_refs: the document's artifacts, then each stored one the document
+// does not list, keeping the newest MaxArtifactRefs. Agents then see what was stored without
+// patching the state by hand, and the state's version does not move on every put.
+func (s *State) HeaderWithArtifacts(m Metrics, recent []ArtifactRef) ([]byte, bool, error) {
+	h, err := collectValue(s.root, m)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(recent) > 0 {
+		v, _ := s.root.Get("artifacts")
+		listed, _ := v.([]any)
+		seen := make(map[string]bool, len(listed))
+		for _, it := range listed {
+			if o, ok := it.(*jsonpatch.Object); ok {
+				if r, ok := o.Get("ref"); ok {
+					if rs, ok := r.(string); ok {
+						seen[rs] = true
+					}
+				}
+			}
+		}
+		l := h.lists[hArtifacts]
+		for _, a := range recent {
+			if seen[a.Ref] {
+				continue
+			}
+			seen[a.Ref] = true
+			o := jsonpatch.NewObject(3)
+			o.Set("ref", a.Ref)
+			if a.Type != "" {
+				o.Set("type", a.Type)
+			}
+			if a.Name != "" {
+				o.Set("name", a.Name)
+			}
+			b, err := jsonpatch.Encode(o)
+			if err != nil {
+				return nil, false, err
+			}
+			l = append(l, b)
+			h.totals[hArtifacts]++
+		}
+		h.lists[hArtifacts] = l[max(0, len(l)-MaxArtifactRefs):]
+	}
+	return h.finish()
+}

@@ -1,0 +1,55 @@
+package statedoc
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestHeaderWithArtifacts(t *testing.T) {
+	st, err := Parse(NewAt("3f1c2a9e-6b7d-4e5f-8a9b-0c1d2e3f4a5b", time.Unix(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = st.Patch([]byte(`[{"op":"add","path":"/artifacts/-","value":{"ref":"r-listed","type":"markdown","name":"plan.md"}}]`), 1, time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recent []ArtifactRef
+	for i := 0; i < 12; i++ {
+		recent = append(recent, ArtifactRef{Ref: fmt.Sprintf("r%02d", i), Type: "text", Name: fmt.Sprintf("n%d.txt", i)})
+	}
+	recent[11] = ArtifactRef{Ref: "r-listed", Type: "markdown"} // stored and listed: once
+	type ref struct {
+		Ref, Type, Name string
+	}
+	var got struct {
+		Refs   []ref          `json:"artifact_refs"`
+		Totals map[string]int `json:"totals"`
+	}
+	b, _, err := st.HeaderWithArtifacts(Metrics{}, recent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	var want []ref
+	for i := 1; i < 11; i++ {
+		want = append(want, ref{fmt.Sprintf("r%02d", i), "text", fmt.Sprintf("n%d.txt", i)})
+	}
+	if d := cmp.Diff(want, got.Refs); d != "" {
+		t.Errorf("artifact_refs (-want +got):\n%s", d)
+	}
+	if got.Totals["artifact_refs"] != 12 {
+		t.Errorf("totals.artifact_refs = %d, want 12 (1 listed + 11 stored only)", got.Totals["artifact_refs"])
+	}
+	plain, _, _ := st.Header(Metrics{})
+	none, _, _ := st.HeaderWithArtifacts(Metrics{}, nil)
+	if string(plain) != string(none) {
+		t.Errorf("no stored artifacts: %s, want the plain header %s", none, plain)
+	}
+}
