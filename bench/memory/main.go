@@ -1,268 +1,785 @@
-// Command memory measures the relay memory daemon on loopback with durable commits
-// (SQLite WAL, synchronous=FULL): state patches/s from one client, header read latency,
-// 100 KB artifact puts/s, and the header of a 10,000-fact thread.
+// Command memory is the load client for the relay memory daemon: it starts a real daemon
+// (`relay up --foreground` on a temporary RELAY_HOME, durable commits) or drives any daemon
+// at -url that speaks the same REST API, and measures, on realistic text:
 //
-//	go run ./bench/memory [-patches 5000] [-reads 5000] [-puts 1000] [-conns 1]
+//   - the disk's own fsync rate (write + fdatasync on the same filesystem), the limit for
+//     durable commits;
+//   - state patches, sequential and from concurrent writers, as the state grows to -facts;
+//   - the header read p99 at 1,000 facts and lost updates from 4 concurrent writers;
+//   - 100 KB and 2 KB text artifact puts (or random binary with -binary);
+//   - how long after a put's acknowledgement the artifact is found by search;
+//   - retrieval.search p50/p99 for one term, two terms, a phrase, a prefix and a miss at
+//     10k artifacts (and 100k with -docs 100000);
+//   - disk used against the bytes the user stored, and daemon RSS idle, after load and peak.
+//
+// Each of -rounds rounds uses a fresh daemon; the summary is the median per metric.
+// -json appends one line per round, and -report prints medians per label of such files
+// side by side (bench/compare uses both).
+//
+//	go run ./bench/memory                         # one round against relay built from this tree
+//	go run ./bench/memory -rounds 3 -docs 100000  # the full run
+//	go run ./bench/memory -url http://127.0.0.1:7475 -pid 1234 -home ~/.other  # another daemon
 package main
 
 import (
+	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
-
-	"github.com/relaydev/relay/internal/memory/server"
 )
 
+type config struct {
+	relay, url, home, store, sync, token, corpusDir, label, jsonOut, upload string
+	pid, rounds, facts, writers, big, small, docs, queries                  int
+	conns                                                                   []int
+	binary, inprocess                                                       bool
+	cpuprofile                                                              string
+}
+
 func main() {
-	patches := flag.Int("patches", 5000, "state patches to send")
-	reads := flag.Int("reads", 5000, "header reads to time")
-	puts := flag.Int("puts", 1000, "100 KB artifact puts")
-	conns := flag.Int("conns", 1, "concurrent connections for the put test (patches are always sequential)")
-	writers := flag.Int("writers", 8, "concurrent writers in the group-commit test (1 = skip)")
-	grow := flag.Int("grow", 1000, "patches in the growing-state test")
-	facts := flag.Int("facts", 10000, "facts in the big-thread header test")
-	syncMode := flag.String("sync", "full", "store durability: full (fsync per commit) or normal")
-	cpuprof := flag.String("cpuprofile", "", "write one CPU profile per phase to `prefix`.<phase>.prof (patch, concurrent, grow, header, put, bigheader)")
+	var cfg config
+	var conns string
+	flag.StringVar(&cfg.relay, "relay", "", "relay binary to start (default: go build ./cmd/relay from this tree)")
+	flag.StringVar(&cfg.url, "url", "", "drive the daemon already at this URL instead of starting one")
+	flag.IntVar(&cfg.pid, "pid", 0, "with -url: the daemon's pid, to read its RSS")
+	flag.StringVar(&cfg.home, "home", "", "with -url: the daemon's data directory, to measure its disk use")
+	flag.StringVar(&cfg.store, "store", "", "passed to `relay up --store` (e.g. a postgres:// URL); default the embedded SQLite store")
+	flag.StringVar(&cfg.sync, "sync", "full", "RELAY_DB_SYNC of the started daemon: full (fsync per commit) or normal")
+	flag.StringVar(&cfg.token, "token", os.Getenv("RELAY_TOKEN"), "API token of the daemon at -url")
+	flag.StringVar(&cfg.corpusDir, "corpus", "", "repository whose .go/.md files make the text (default: this module's root)")
+	flag.StringVar(&cfg.label, "label", "relay", "label of this run in -json and -report")
+	flag.StringVar(&cfg.jsonOut, "json", "", "append one JSON line per round to this file")
+	flag.StringVar(&cfg.upload, "upload", "json", "artifact upload form: json ({name,type,content}; any daemon of this API) or raw (octet-stream body)")
+	flag.IntVar(&cfg.rounds, "rounds", 1, "rounds, each on a fresh daemon; the summary is the median")
+	flag.IntVar(&cfg.facts, "facts", 10000, "sequential patches, each appending a fact (state grows 0 -> facts); the concurrent test sends as many")
+	flag.IntVar(&cfg.writers, "writers", 8, "concurrent writers in the group-commit test, each on its own thread")
+	flag.IntVar(&cfg.big, "big", 1000, "100 KB artifact puts per connection count")
+	flag.IntVar(&cfg.small, "small", 10000, "2 KB artifacts loaded into the search thread")
+	flag.IntVar(&cfg.docs, "docs", 0, "then grow the search thread to this many artifacts (e.g. 100000) and search again")
+	flag.IntVar(&cfg.queries, "queries", 200, "search queries per kind")
+	flag.StringVar(&conns, "conns", "1,8", "connection counts for the put tests")
+	flag.BoolVar(&cfg.binary, "binary", false, "put random binary (type binary, not full-text indexed) instead of text")
+	flag.BoolVar(&cfg.inprocess, "inprocess", false, "run the daemon inside this process (RSS then includes the client; allows -cpuprofile)")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "with -inprocess: CPU profile of the whole round to this file")
+	report := flag.Bool("report", false, "print medians per label of the -json files given as arguments, and exit")
 	flag.Parse()
-	var profFile *os.File
-	// phase ends the running phase's profile and starts the next one's.
-	phase := func(name string) {
-		if *cpuprof == "" {
-			return
+	if *report {
+		check(printReport(flag.Args()))
+		return
+	}
+	for _, c := range strings.Split(conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 {
+			check(fmt.Errorf("-conns %q: want numbers like 1,8", conns))
 		}
-		if profFile != nil {
-			pprof.StopCPUProfile()
-			check(profFile.Close())
-			profFile = nil
+		cfg.conns = append(cfg.conns, n)
+	}
+	if cfg.upload != "json" && cfg.upload != "raw" {
+		check(fmt.Errorf("-upload %q: use json or raw", cfg.upload))
+	}
+	if cfg.corpusDir == "" {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		check(err)
+		cfg.corpusDir = filepath.Dir(strings.TrimSpace(string(out)))
+	}
+	corp, err := loadCorpus(cfg.corpusDir)
+	check(err)
+	if cfg.url == "" && !cfg.inprocess && cfg.relay == "" {
+		dir, err := os.MkdirTemp("", "relay-bench-bin-")
+		check(err)
+		defer os.RemoveAll(dir)
+		cfg.relay = filepath.Join(dir, "relay")
+		build := exec.Command("go", "build", "-o", cfg.relay, "./cmd/relay")
+		build.Dir, build.Stdout, build.Stderr = cfg.corpusDir, os.Stderr, os.Stderr
+		check(build.Run())
+	}
+	if cfg.cpuprofile != "" {
+		if !cfg.inprocess {
+			check(errors.New("-cpuprofile needs -inprocess (the daemon must run in this process)"))
 		}
-		if name == "" {
-			return
-		}
-		f, err := os.Create(*cpuprof + "." + name + ".prof")
+		f, err := os.Create(cfg.cpuprofile)
 		check(err)
 		check(pprof.StartCPUProfile(f))
-		profFile = f
+		defer pprof.StopCPUProfile()
 	}
-	defer phase("")
-
-	home, err := os.MkdirTemp("", "relay-bench-")
-	check(err)
-	defer os.RemoveAll(home)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan server.Info, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.RunOptions{Home: home, Port: 0, Version: "bench", Sync: *syncMode, Ready: func(i server.Info) { ready <- i }})
-	}()
-	var info server.Info
-	select {
-	case info = <-ready:
-	case err := <-done:
+	var all []map[string]float64
+	for r := 1; r <= cfg.rounds; r++ {
+		fmt.Printf("== round %d/%d (%s), load average %s\n", r, cfg.rounds, cfg.label, loadavg())
+		res, err := runRound(&cfg, corp)
 		check(err)
-	}
-	base := info.URL
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	fmt.Printf("relay memory bench: %s, GOMAXPROCS=%d, %s, store %s (WAL, synchronous=%s), load average %s\n", runtime.Version(), runtime.GOMAXPROCS(0), base, home, *syncMode, loadavg())
-
-	// 1. Sequential patches from one client, each stating its base version, on a bounded
-	// state (50 facts, each patch replaces one value and appends nothing).
-	tid := newThread(hc, base)
-	var seed []map[string]any
-	for j := 0; j < 50; j++ {
-		seed = append(seed, map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"id": "f" + strconv.Itoa(j), "key": "key-" + strconv.Itoa(j), "value": j}})
-	}
-	sb, _ := json.Marshal(seed)
-	mustStatus(hc.Post(base+"/threads/"+tid+"/state/patch", "application/json", bytes.NewReader(sb)))(200)
-	phase("patch")
-	start, cpu0 := time.Now(), cpuTime()
-	for i := 1; i <= *patches; i++ {
-		p := fmt.Sprintf(`[{"op":"replace","path":"/facts/%d/value","value":%d}]`, i%50, i)
-		req, _ := http.NewRequest("POST", base+"/threads/"+tid+"/state/patch", bytes.NewBufferString(p))
-		req.Header.Set("If-Match", "v"+strconv.Itoa(i+1))
-		req.Header.Set("Content-Type", "application/json")
-		mustStatus(hc.Do(req))(200)
-	}
-	el := time.Since(start)
-	fmt.Printf("state patches:     %d sequential on a 50-fact state in %v = %.0f patches/s (target >= 2000); CPU %v/patch (client+daemon)\n", *patches, el.Round(time.Millisecond), float64(*patches)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(*patches)).Round(time.Microsecond))
-
-	// 1a. Concurrent writers, each on its own thread: group commit shares fsyncs.
-	if *writers > 1 {
-		var wwg sync.WaitGroup
-		per := *patches / *writers
-		phase("concurrent")
-		start, cpu0 = time.Now(), cpuTime()
-		for w := 0; w < *writers; w++ {
-			wtid := newThread(hc, base)
-			wwg.Add(1)
-			go func() {
-				defer wwg.Done()
-				for i := 1; i <= per; i++ {
-					p := fmt.Sprintf(`[{"op":"add","path":"/last_actions/-","value":{"at":"2026-01-01T00:00:00Z","description":"step %d"}},{"op":"remove","path":"/last_actions/0"}]`, i)
-					if i == 1 {
-						p = `[{"op":"add","path":"/last_actions/-","value":{"at":"2026-01-01T00:00:00Z","description":"start"}}]`
-					}
-					req, _ := http.NewRequest("POST", base+"/threads/"+wtid+"/state/patch", bytes.NewBufferString(p))
-					req.Header.Set("If-Match", "v"+strconv.Itoa(i))
-					mustStatus(hc.Do(req))(200)
-				}
-			}()
+		all = append(all, res)
+		if cfg.jsonOut != "" {
+			f, err := os.OpenFile(cfg.jsonOut, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			check(err)
+			b, _ := json.Marshal(map[string]any{"label": cfg.label, "round": r, "at": time.Now().UTC().Format(time.RFC3339), "go": runtime.Version(), "metrics": res})
+			_, err = f.Write(append(b, '\n'))
+			check(errors.Join(err, f.Close()))
 		}
-		wwg.Wait()
-		el = time.Since(start)
-		fmt.Printf("concurrent:        %d writers x %d patches in %v = %.0f patches/s; CPU %v/patch\n", *writers, per, el.Round(time.Millisecond), float64(per**writers)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(per**writers)).Round(time.Microsecond))
+	}
+	if cfg.rounds > 1 {
+		fmt.Printf("== median of %d rounds (min-max)\n", cfg.rounds)
+		printMedians(all)
+	}
+}
+
+// run holds one round's HTTP client and results.
+type run struct {
+	cfg  *config
+	hc   *http.Client
+	base string
+	res  map[string]float64
+	// userBytes counts what the client stored: artifact contents and patch bodies.
+	userBytes atomic.Int64
+}
+
+func (r *run) set(key string, v float64) { r.res[key] = v }
+
+func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
+	tmp, err := os.MkdirTemp("", "relay-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	home := filepath.Join(tmp, "home")
+	r := &run{cfg: cfg, res: map[string]float64{}}
+	r.set("load1_start", load1())
+	fsDir := tmp
+	if cfg.home != "" {
+		fsDir = cfg.home
+	}
+	if rate, err := fsyncRate(fsDir, 2*time.Second); err == nil {
+		r.set("fsync_per_s", rate)
+		fmt.Printf("disk fsync rate:   %.0f write+fdatasync/s on %s (the ceiling for one durable commit at a time)\n", rate, fsDir)
+	}
+	d, err := startDaemon(cfg, home)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = d.stop() }()
+	r.base = d.url
+	r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	time.Sleep(500 * time.Millisecond) // let start-up garbage settle before the idle RSS
+	if cur, _ := d.rss(); cur > 0 {
+		r.set("rss_idle_mb", cur/1024)
+		fmt.Printf("daemon RSS idle:   %.1f MB (pid %d)\n", cur/1024, d.pid)
 	}
 
-	// 1b. The same with a growing state: each patch appends a fact (cost grows with the document).
-	gtid := newThread(hc, base)
-	phase("grow")
-	start, cpu0 = time.Now(), cpuTime()
-	for i := 1; i <= *grow; i++ {
-		p := fmt.Sprintf(`[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"k%d","value":%d}}]`, i, i, i)
-		req, _ := http.NewRequest("POST", base+"/threads/"+gtid+"/state/patch", bytes.NewBufferString(p))
-		req.Header.Set("If-Match", "v"+strconv.Itoa(i))
-		mustStatus(hc.Do(req))(200)
+	if err := r.patches(); err != nil {
+		return nil, err
+	}
+	if err := r.lostUpdates(); err != nil {
+		return nil, err
+	}
+	if err := r.puts(corp); err != nil {
+		return nil, err
+	}
+	sid, err := r.load(corp, 0, cfg.small, "")
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.binary {
+		if err := r.freshness(corp, sid); err != nil {
+			return nil, err
+		}
+		if err := r.searches(corp, sid, fmt.Sprintf("%dk", cfg.small/1000)); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.docs > cfg.small {
+		if _, err := r.load(corp, cfg.small, cfg.docs, sid); err != nil {
+			return nil, err
+		}
+		if !cfg.binary {
+			if err := r.searches(corp, sid, fmt.Sprintf("%dk", cfg.docs/1000)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if cur, peak := d.rss(); cur > 0 {
+		r.set("rss_after_mb", cur/1024)
+		r.set("rss_peak_mb", peak/1024)
+		fmt.Printf("daemon RSS:        %.1f MB after the load, peak %.1f MB\n", cur/1024, peak/1024)
+	}
+	if d.home != "" {
+		if cfg.store == "" {
+			if err := d.stop(); err != nil { // a clean stop checkpoints the WAL, as a user's `relay down` does
+				return nil, err
+			}
+			d.stop = func() error { return nil }
+		}
+		total, mirror := diskUsage(d.home, "threads")
+		user := float64(r.userBytes.Load())
+		r.set("disk_mb", float64(total)/1e6)
+		r.set("disk_mirror_mb", float64(mirror)/1e6)
+		r.set("user_mb", user/1e6)
+		r.set("disk_ratio", float64(total-mirror)/user)
+		r.set("disk_ratio_with_mirror", float64(total)/user)
+		fmt.Printf("disk:              %.1f MB used (%.1f MB of it the file mirror) for %.1f MB stored by the user: %.2fx without the mirror, %.2fx with it (target <= 1.3x)\n",
+			float64(total)/1e6, float64(mirror)/1e6, user/1e6, float64(total-mirror)/user, float64(total)/user)
+	}
+	if rate, err := fsyncRate(fsDir, time.Second); err == nil {
+		r.set("fsync_end_per_s", rate)
+		fmt.Printf("disk fsync rate:   %.0f/s at the end\n", rate)
+	}
+	r.set("load1_end", load1())
+	fmt.Printf("load average at the end: %s\n", loadavg())
+	return r.res, nil
+}
+
+// patches: sequential appends growing one thread's state to -facts facts (windows of
+// 1,000 show whether the rate stays flat), the header p99 at 1,000 facts, then -writers
+// writers appending to their own threads.
+func (r *run) patches() error {
+	tid, err := r.newThread()
+	if err != nil {
+		return err
+	}
+	n := r.cfg.facts
+	window := max(1, min(1000, n/10))
+	var rates []float64
+	start := time.Now()
+	ws := start
+	var paused time.Duration
+	for i := 1; i <= n; i++ {
+		if err := r.appendFact(tid, i, i); err != nil {
+			return err
+		}
+		if i%window == 0 {
+			rates = append(rates, float64(window)/time.Since(ws).Seconds())
+			if i == 1000 {
+				t0 := time.Now()
+				lat, err := r.timeGets(r.base+"/threads/"+tid+"/state/header", 1000)
+				if err != nil {
+					return err
+				}
+				r.set("header_p50_us_1k", us(pct(lat, 50)))
+				r.set("header_p99_us_1k", us(pct(lat, 99)))
+				fmt.Printf("header at 1k facts: p50 %v p99 %v (%d reads)\n", pct(lat, 50), pct(lat, 99), len(lat))
+				paused += time.Since(t0)
+			}
+			ws = time.Now()
+		}
+	}
+	el := time.Since(start) - paused
+	r.set("patch_seq_per_s", float64(n)/el.Seconds())
+	if len(rates) > 0 {
+		r.set("patch_seq_first_per_s", rates[0])
+		r.set("patch_seq_last_per_s", rates[len(rates)-1])
+	}
+	fmt.Printf("patches seq:       %d appends (0 -> %d facts) = %.0f/s; per %d: %s (target >= 2500/s, flat)\n", n, n, float64(n)/el.Seconds(), window, fmtRates(rates))
+
+	w := r.cfg.writers
+	if w < 2 {
+		return nil
+	}
+	per := n / w
+	tids := make([]string, w)
+	for i := range tids {
+		if tids[i], err = r.newThread(); err != nil {
+			return err
+		}
+	}
+	errs := make(chan error, w)
+	start = time.Now()
+	for _, t := range tids {
+		go func() {
+			for i := 1; i <= per; i++ {
+				if err := r.appendFact(t, i, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range w {
+		if e := <-errs; e != nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return err
 	}
 	el = time.Since(start)
-	fmt.Printf("growing state:     %d appends (0 -> %d facts) in %v = %.0f patches/s; CPU %v/patch\n", *grow, *grow, el.Round(time.Millisecond), float64(*grow)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(*grow)).Round(time.Microsecond))
+	r.set("patch_conc_per_s", float64(per*w)/el.Seconds())
+	fmt.Printf("patches %d writers: %d x %d appends = %.0f/s (target >= 10000/s)\n", w, w, per, float64(per*w)/el.Seconds())
+	return nil
+}
 
-	// 2. Header read latency (thread above holds the patches' facts).
-	phase("header")
-	lat := timeGets(hc, base+"/threads/"+tid+"/state/header", *reads)
-	fmt.Printf("header read:       n=%d p50=%v p99=%v max=%v (target p99 < 2ms)\n", *reads, pct(lat, 50), pct(lat, 99), lat[len(lat)-1])
+// appendFact sends one patch appending fact i, stating base version v when v > 0.
+func (r *run) appendFact(tid string, i, v int) error {
+	body := fmt.Sprintf(`[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"build.step.%d","value":"step %d finished: 14 files changed, tests pass"}}]`, i, i, i)
+	req, _ := http.NewRequest("POST", r.base+"/threads/"+tid+"/state/patch", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if v > 0 {
+		req.Header.Set("If-Match", "v"+strconv.Itoa(v))
+	}
+	r.userBytes.Add(int64(len(body)))
+	_, err := r.do(req, 200)
+	return err
+}
 
-	// 3. 100 KB artifact puts.
-	atid := newThread(hc, base)
-	bodies := make([][]byte, *puts)
-	for i := range bodies {
-		b := make([]byte, 100*1024)
-		rand.Read(b)
-		bodies[i] = b
+// lostUpdates: 4 writers append 100 facts each to one thread with no base version; a store
+// that serializes patches keeps all 400.
+func (r *run) lostUpdates() error {
+	tid, err := r.newThread()
+	if err != nil {
+		return err
 	}
 	var wg sync.WaitGroup
-	next := make(chan []byte)
-	phase("put")
-	start, cpu0 = time.Now(), cpuTime()
-	for c := 0; c < *conns; c++ {
+	var failed atomic.Int64
+	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := range next {
-				req, _ := http.NewRequest("POST", base+"/threads/"+atid+"/artifacts?type=binary", bytes.NewReader(b))
-				req.Header.Set("Content-Type", "application/octet-stream")
-				mustStatus(hc.Do(req))(201)
+			for i := range 100 {
+				if r.appendFact(tid, w*1000+i, 0) != nil {
+					failed.Add(1)
+				}
 			}
 		}()
 	}
-	for _, b := range bodies {
-		next <- b
+	wg.Wait()
+	b, err := r.get(r.base + "/threads/" + tid + "/state")
+	if err != nil {
+		return err
+	}
+	var st struct {
+		Facts []json.RawMessage `json:"facts"`
+		State *struct {
+			Facts []json.RawMessage `json:"facts"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("read state: %w", err)
+	}
+	n := len(st.Facts)
+	if st.State != nil && n == 0 {
+		n = len(st.State.Facts)
+	}
+	lost := 400 - int(failed.Load()) - n
+	r.set("lost_updates", float64(lost))
+	fmt.Printf("lost updates:      %d of 400 (4 writers x 100 appends, %d refused)\n", lost, failed.Load())
+	return nil
+}
+
+// puts: -big 100 KB artifacts over each connection count of -conns, each into its own thread.
+func (r *run) puts(corp *corpus) error {
+	for _, c := range r.cfg.conns {
+		tid, err := r.newThread()
+		if err != nil {
+			return err
+		}
+		el, err := r.putMany(corp, tid, 1_000_000*c, r.cfg.big, 100*1024, c)
+		if err != nil {
+			return err
+		}
+		key := fmt.Sprintf("put_100k_c%d_per_s", c)
+		r.set(key, float64(r.cfg.big)/el.Seconds())
+		fmt.Printf("puts 100 KB %s:   %d over %d conn(s) = %.0f/s (target >= 2000/s)\n", r.kind(), r.cfg.big, c, float64(r.cfg.big)/el.Seconds())
+	}
+	return nil
+}
+
+func (r *run) kind() string {
+	if r.cfg.binary {
+		return "binary"
+	}
+	return "text"
+}
+
+// load puts 2 KB documents from..to into the search thread (created when sid is ""): the
+// first fifth over one connection, the rest over the largest -conns.
+func (r *run) load(corp *corpus, from, to int, sid string) (string, error) {
+	if sid == "" {
+		var err error
+		if sid, err = r.newThread(); err != nil {
+			return "", err
+		}
+	}
+	c := r.cfg.conns[len(r.cfg.conns)-1]
+	if from == 0 {
+		one := to / 5
+		el, err := r.putMany(corp, sid, 0, one, 2048, 1)
+		if err != nil {
+			return "", err
+		}
+		r.set("put_2k_c1_per_s", float64(one)/el.Seconds())
+		fmt.Printf("puts 2 KB %s:     %d over 1 conn = %.0f/s (target >= 5000/s)\n", r.kind(), one, float64(one)/el.Seconds())
+		from = one
+	}
+	el, err := r.putMany(corp, sid, from, to-from, 2048, c)
+	if err != nil {
+		return "", err
+	}
+	key := fmt.Sprintf("put_2k_c%d_per_s", c)
+	if from >= r.cfg.small {
+		key = fmt.Sprintf("put_2k_c%d_to%dk_per_s", c, to/1000)
+	}
+	r.set(key, float64(to-from)/el.Seconds())
+	fmt.Printf("puts 2 KB %s:     %d over %d conns (thread at %d -> %d) = %.0f/s\n", r.kind(), to-from, c, from, to, float64(to-from)/el.Seconds())
+	return sid, nil
+}
+
+// putMany puts n documents numbered first.. of about size bytes over conns connections.
+func (r *run) putMany(corp *corpus, tid string, first, n, size, conns int) (time.Duration, error) {
+	next := make(chan int, conns)
+	errs := make(chan error, conns)
+	start := time.Now()
+	for range conns {
+		go func() {
+			for i := range next {
+				if err := r.put(corp, tid, i, size); err != nil {
+					errs <- err
+					for range next { // drain so the producer finishes
+					}
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := first; i < first+n; i++ {
+		next <- i
 	}
 	close(next)
-	wg.Wait()
-	el = time.Since(start)
-	fmt.Printf("artifact puts:     %d x 100 KB over %d conn(s) in %v = %.0f puts/s (target >= 500); CPU %v/put\n", *puts, *conns, el.Round(time.Millisecond), float64(*puts)/el.Seconds(), ((cpuTime() - cpu0) / time.Duration(*puts)).Round(time.Microsecond))
-
-	// 4. A thread with many facts: header stays <= 2 KB and is served fast.
-	phase("bigheader")
-	btid := newThread(hc, base)
-	const per = 500
-	for i := 0; i < *facts; i += per {
-		var ops []map[string]any
-		for j := i; j < i+per && j < *facts; j++ {
-			ops = append(ops, map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"id": "f" + strconv.Itoa(j), "key": "key-" + strconv.Itoa(j), "value": "a fact of moderate length number " + strconv.Itoa(j)}})
+	var err error
+	for range conns {
+		if e := <-errs; e != nil {
+			err = e
 		}
-		b, _ := json.Marshal(ops)
-		req, _ := http.NewRequest("POST", base+"/threads/"+btid+"/state/patch", bytes.NewReader(b))
-		mustStatus(hc.Do(req))(200)
 	}
-	resp, err := hc.Get(base + "/threads/" + btid + "/state")
-	check(err)
-	full, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	resp, err = hc.Get(base + "/threads/" + btid + "/state/header")
-	check(err)
-	hb, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	lat = timeGets(hc, base+"/threads/"+btid+"/state/header", *reads)
-	fmt.Printf("10k-fact header:   state %d bytes, header %d bytes (X-Relay-Truncated=%s), p50=%v p99=%v (target <= 2048 bytes, < 2ms)\n",
-		len(full), len(bytes.TrimSpace(hb)), resp.Header.Get("X-Relay-Truncated"), pct(lat, 50), pct(lat, 99))
-
-	fmt.Printf("load average at the end: %s\n", loadavg())
-	phase("")
-	cancel()
-	check(<-done)
+	return time.Since(start), err
 }
 
-// cpuTime is this process's user+system CPU time (client and daemon both run here), so
-// figures can be compared across machines that are busy with other work.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// put stores document i (text from the corpus, or random binary with -binary).
+func (r *run) put(corp *corpus, tid string, i, size int) error {
+	name, typ, body := corp.doc(i, size)
+	if r.cfg.binary {
+		body = make([]byte, size)
+		rand.Read(body)
+		name, typ = fmt.Sprintf("blob%07d.bin", i), "binary"
+	}
+	r.userBytes.Add(int64(len(body)))
+	var req *http.Request
+	if r.cfg.upload == "raw" {
+		q := url.Values{"name": {name}, "type": {typ}}
+		req, _ = http.NewRequest("POST", r.base+"/threads/"+tid+"/artifacts?"+q.Encode(), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/octet-stream")
+	} else {
+		m := map[string]string{"name": name, "type": typ}
+		if r.cfg.binary {
+			m["content_base64"] = base64.StdEncoding.EncodeToString(body)
+		} else {
+			m["content"] = string(body)
+		}
+		b, _ := json.Marshal(m)
+		req, _ = http.NewRequest("POST", r.base+"/threads/"+tid+"/artifacts", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+	}
+	_, err := r.do(req, 201)
+	return err
 }
 
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	return strings.Join(strings.Fields(string(b))[:3], " ")
+// freshness: how long after a put is acknowledged its unique word is found by search.
+func (r *run) freshness(corp *corpus, sid string) error {
+	var worst, sum time.Duration
+	const n = 20
+	for i := range n {
+		word := fmt.Sprintf("freshword%dx%d", time.Now().UnixNano()%1e6, i)
+		_, typ, body := corp.doc(5_000_000+i, 2048)
+		body = append([]byte(word+"\n"), body...)
+		b, _ := json.Marshal(map[string]string{"name": word + ".txt", "type": typ, "content": string(body)})
+		req, _ := http.NewRequest("POST", r.base+"/threads/"+sid+"/artifacts", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if _, err := r.do(req, 201); err != nil {
+			return err
+		}
+		r.userBytes.Add(int64(len(body)))
+		acked := time.Now()
+		for {
+			hits, err := r.search(sid, word)
+			if err != nil {
+				return err
+			}
+			if hits > 0 {
+				break
+			}
+			if time.Since(acked) > 10*time.Second {
+				return fmt.Errorf("artifact with %q not searchable 10s after its put was acknowledged", word)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		d := time.Since(acked)
+		sum += d
+		worst = max(worst, d)
+	}
+	r.set("fresh_max_ms", ms(worst))
+	fmt.Printf("search freshness:  put acknowledged -> found by search: mean %v, max %v over %d puts (target <= 100 ms)\n", (sum / n).Round(time.Microsecond), worst.Round(time.Microsecond), n)
+	return nil
 }
 
-func newThread(hc *http.Client, base string) string {
-	resp, err := hc.Post(base+"/threads", "application/json", bytes.NewBufferString(`{"name":"bench"}`))
-	check(err)
-	defer resp.Body.Close()
+// searches runs -queries queries of each kind through retrieval.search (no cache).
+func (r *run) searches(corp *corpus, sid, at string) error {
+	for _, kind := range []string{"one", "two", "phrase", "prefix", "miss"} {
+		var lat []time.Duration
+		hits := 0
+		for _, q := range corp.queries(kind, r.cfg.queries) {
+			t0 := time.Now()
+			h, err := r.search(sid, q)
+			if err != nil {
+				return err
+			}
+			lat = append(lat, time.Since(t0))
+			hits += h
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		r.set("search_"+kind+"_p50_ms_"+at, ms(pct(lat, 50)))
+		r.set("search_"+kind+"_p99_ms_"+at, ms(pct(lat, 99)))
+		fmt.Printf("search %-6s at %s: p50 %v p99 %v max %v, avg %.1f hits (target p99 < 5 ms at 10k, < 10 ms at 100k)\n", kind, at, pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond), float64(hits)/float64(len(lat)))
+	}
+	return nil
+}
+
+// search returns how many hits retrieval.search found for q.
+func (r *run) search(sid, q string) (int, error) {
+	b, _ := json.Marshal(map[string]any{"thread_id": sid, "capability": "retrieval.search", "args": map[string]any{"query": q, "limit": 10}, "no_cache": true})
+	req, _ := http.NewRequest("POST", r.base+"/cap/invoke", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	out, err := r.do(req, 200)
+	if err != nil {
+		return 0, err
+	}
+	var res struct {
+		Preview struct {
+			Count int `json:"count"`
+		} `json:"preview"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, fmt.Errorf("search %q: %w: %.200s", q, err, out)
+	}
+	return res.Preview.Count, nil
+}
+
+func (r *run) newThread() (string, error) {
+	req, _ := http.NewRequest("POST", r.base+"/threads", strings.NewReader(`{"name":"bench"}`))
+	req.Header.Set("Content-Type", "application/json")
+	b, err := r.do(req, 0)
+	if err != nil {
+		return "", err
+	}
 	var t struct {
 		ID string `json:"thread_id"`
 	}
-	check(json.NewDecoder(resp.Body).Decode(&t))
-	return t.ID
+	if err := json.Unmarshal(b, &t); err != nil || t.ID == "" {
+		return "", fmt.Errorf("create thread: %v: %.200s", err, b)
+	}
+	return t.ID, nil
 }
 
-func timeGets(hc *http.Client, url string, n int) []time.Duration {
+func (r *run) get(u string) ([]byte, error) {
+	req, _ := http.NewRequest("GET", u, nil)
+	return r.do(req, 200)
+}
+
+// do sends req and checks the status (want 0: any 2xx).
+func (r *run) do(req *http.Request, want int) ([]byte, error) {
+	if r.cfg.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.cfg.token)
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if (want == 0 && resp.StatusCode/100 != 2) || (want != 0 && resp.StatusCode != want) {
+		return nil, fmt.Errorf("%s %s: status %d: %.300s", req.Method, req.URL.Path, resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+func (r *run) timeGets(u string, n int) ([]time.Duration, error) {
 	lat := make([]time.Duration, 0, n)
-	for i := 0; i < n; i++ {
+	for range n {
 		t := time.Now()
-		resp, err := hc.Get(url)
-		check(err)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			panic(resp.Status)
+		if _, err := r.get(u); err != nil {
+			return nil, err
 		}
 		lat = append(lat, time.Since(t))
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return lat
+	return lat, nil
 }
 
 func pct(s []time.Duration, p int) time.Duration { return s[(len(s)-1)*p/100].Round(time.Microsecond) }
 
-func mustStatus(resp *http.Response, err error) func(int) {
-	check(err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return func(want int) {
-		if resp.StatusCode != want {
-			panic(fmt.Sprintf("status %d, want %d: %s", resp.StatusCode, want, b))
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+func fmtRates(rates []float64) string {
+	s := make([]string, len(rates))
+	for i, r := range rates {
+		s[i] = strconv.Itoa(int(r))
+	}
+	return strings.Join(s, " ")
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func load1() float64 {
+	f := strings.Fields(loadavg())
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+func median(v []float64) (med, lo, hi float64) {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[n-1]
+}
+
+func metricKeys(rounds []map[string]float64) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, r := range rounds {
+		for k := range r {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
 		}
 	}
+	sort.Strings(keys)
+	return keys
+}
+
+func printMedians(rounds []map[string]float64) {
+	for _, k := range metricKeys(rounds) {
+		var v []float64
+		for _, r := range rounds {
+			if x, ok := r[k]; ok {
+				v = append(v, x)
+			}
+		}
+		m, lo, hi := median(v)
+		fmt.Printf("  %-32s %10.2f   (%.2f-%.2f)\n", k, m, lo, hi)
+	}
+}
+
+// printReport reads -json files and prints the median of each metric per label, side by
+// side, with the ratio of every label to the first.
+func printReport(files []string) error {
+	if len(files) == 0 {
+		return errors.New("-report needs the -json files to summarize as arguments")
+	}
+	byLabel := map[string][]map[string]float64{}
+	var labels []string
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var line struct {
+				Label   string             `json:"label"`
+				Metrics map[string]float64 `json:"metrics"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				f.Close()
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if _, ok := byLabel[line.Label]; !ok {
+				labels = append(labels, line.Label)
+			}
+			byLabel[line.Label] = append(byLabel[line.Label], line.Metrics)
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return err
+		}
+	}
+	var all []map[string]float64
+	for _, l := range labels {
+		all = append(all, byLabel[l]...)
+	}
+	fmt.Printf("| metric |")
+	for _, l := range labels {
+		fmt.Printf(" %s (median of %d) |", l, len(byLabel[l]))
+	}
+	for _, l := range labels[1:] {
+		fmt.Printf(" %s ÷ %s |", l, labels[0])
+	}
+	fmt.Printf("\n|---|%s\n", strings.Repeat("---|", 2*len(labels)-1))
+	for _, k := range metricKeys(all) {
+		fmt.Printf("| %s |", k)
+		meds := make([]float64, len(labels))
+		for i, l := range labels {
+			var v []float64
+			for _, r := range byLabel[l] {
+				if x, ok := r[k]; ok {
+					v = append(v, x)
+				}
+			}
+			if len(v) == 0 {
+				fmt.Printf(" — |")
+				meds[i] = -1
+				continue
+			}
+			m, lo, hi := median(v)
+			meds[i] = m
+			fmt.Printf(" %.2f (%.2f-%.2f) |", m, lo, hi)
+		}
+		for i := 1; i < len(labels); i++ {
+			if meds[0] > 0 && meds[i] >= 0 {
+				fmt.Printf(" %.2f |", meds[i]/meds[0])
+			} else {
+				fmt.Printf(" — |")
+			}
+		}
+		fmt.Println()
+	}
+	return nil
 }
 
 func check(err error) {
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
+		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
 }

@@ -6,21 +6,23 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
+// The patterns compile on first use: package init runs for every relay command.
 var (
 	// tsc: "Found 3 errors." / "Found 1 error in src/a.ts:3".
-	tscFound = regexp.MustCompile(`(?m)\bFound (\d+) errors?\b`)
+	tscFound = lazyRE(`(?m)\bFound (\d+) errors?\b`)
 	// eslint: "✖ 5 problems (3 errors, 2 warnings)".
-	eslintProblems = regexp.MustCompile(`(?m)(?:✖|x)\s*\d+ problems? \((\d+) errors?`)
+	eslintProblems = lazyRE(`(?m)(?:✖|x)\s*\d+ problems? \((\d+) errors?`)
 	// Generic summaries: "3 errors", "1 error(s)", "error count: 2" is not matched on purpose.
-	nErrors = regexp.MustCompile(`(?mi)\b(\d+) errors?(?:\(s\))?\b`)
+	nErrors = lazyRE(`(?mi)\b(\d+) errors?(?:\(s\))?\b`)
 	// file:line:col: diagnostics from go vet, gcc, clang, ruff, rustc short format, mypy with columns.
-	locLine = regexp.MustCompile(`^\s*[^\s:][^:]*:\d+:\d+:?\s`)
+	locLine = lazyRE(`^\s*[^\s:][^:]*:\d+:\d+:?\s`)
 	// tsc non-pretty: "src/a.ts(3,5): error TS2322: ...".
-	tscLoc = regexp.MustCompile(`^\s*\S.*\(\d+,\d+\): error\b`)
+	tscLoc = lazyRE(`^\s*\S.*\(\d+,\d+\): error\b`)
 	// lines gcc/clang print for context that are not errors.
-	nonError = regexp.MustCompile(`:\s*(?:warning|note|info|hint):`)
+	nonError = lazyRE(`:\s*(?:warning|note|info|hint):`)
 )
 
 // Count returns how many errors a linter run reported. Exit code 0 means 0
@@ -31,18 +33,18 @@ func Count(stdout, stderr string, exitCode int) int {
 		return 0
 	}
 	out := stdout + "\n" + stderr
-	if n, ok := lastInt(tscFound, out); ok {
+	if n, ok := lastInt(tscFound(), out); ok {
 		return atLeastOne(n)
 	}
-	if n, ok := lastInt(eslintProblems, out); ok {
+	if n, ok := lastInt(eslintProblems(), out); ok {
 		return atLeastOne(n)
 	}
-	if n, ok := lastInt(nErrors, out); ok {
+	if n, ok := lastInt(nErrors(), out); ok {
 		return atLeastOne(n)
 	}
 	locs := 0
 	for line := range strings.Lines(out) {
-		if (locLine.MatchString(line) || tscLoc.MatchString(line)) && !nonError.MatchString(line) {
+		if (locLine().MatchString(line) || tscLoc().MatchString(line)) && !nonError().MatchString(line) {
 			locs++
 		}
 	}
@@ -65,4 +67,8 @@ func lastInt(re *regexp.Regexp, s string) (int, bool) {
 // atLeastOne: the command failed, so it found at least one problem.
 func atLeastOne(n int) int {
 	return max(n, 1)
+}
+
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

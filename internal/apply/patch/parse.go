@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
@@ -210,10 +211,14 @@ func cleanPath(p string) string {
 	return path.Clean(p)
 }
 
-var deleteRe = regexp.MustCompile(`(?i)^(//|#|--|/\*)\s*TODO:\s*delete this file\s*(\*/)?$`)
-
-var startRe = regexp.MustCompile(`^(//|#|--|<!--|/\*)\s*START\s*(-->|\*/)?$`)
-var endRe = regexp.MustCompile(`^(//|#|--|<!--|/\*)\s*END\s*(-->|\*/)?$`)
+// Compiled on first use: package init runs for every relay command, not only apply.
+var (
+	deleteRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(//|#|--|/\*)\s*TODO:\s*delete this file\s*(\*/)?$`)
+	})
+	startRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(//|#|--|<!--|/\*)\s*START\s*(-->|\*/)?$`) })
+	endRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(//|#|--|<!--|/\*)\s*END\s*(-->|\*/)?$`) })
+)
 
 // Parse reads an LLM response: fenced file blocks, the control YAML and the
 // reasoning around them. A response without a valid control block or without
@@ -394,7 +399,7 @@ func isDeleteBody(body []string) bool {
 		}
 		t = strings.TrimSpace(l)
 	}
-	return t != "" && deleteRe.MatchString(t)
+	return t != "" && deleteRe().MatchString(t)
 }
 
 // replaceContent keeps only the text between // START and // END and drops a
@@ -408,9 +413,9 @@ func replaceContent(f fence, p string) string {
 			continue
 		}
 		t := strings.TrimSpace(l)
-		if s < 0 && startRe.MatchString(t) {
+		if s < 0 && startRe().MatchString(t) {
 			s = i
-		} else if s >= 0 && endRe.MatchString(t) {
+		} else if s >= 0 && endRe().MatchString(t) {
 			e = i
 		}
 	}

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
+// Compiled on first use: every relay command pays for package init, few make a branch.
 var (
-	slugDrop  = regexp.MustCompile(`[^\p{L}\p{N}_\s-]+`)
-	slugSpace = regexp.MustCompile(`[\s_]+`)
-	slugDash  = regexp.MustCompile(`-+`)
+	slugDrop  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^\p{L}\p{N}_\s-]+`) })
+	slugSpace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\s_]+`) })
+	slugDash  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-+`) })
 )
 
 // BranchSlug turns a commit message into a branch name segment as relaycode
@@ -21,9 +23,9 @@ var (
 // underscores to dashes, at most 70 characters; fallback when nothing is left.
 func BranchSlug(msg, fallback string) string {
 	s := strings.ToLower(strings.TrimSpace(firstLine(msg)))
-	s = slugDrop.ReplaceAllString(s, "")
-	s = slugSpace.ReplaceAllString(s, "-")
-	s = slugDash.ReplaceAllString(s, "-")
+	s = slugDrop().ReplaceAllString(s, "")
+	s = slugSpace().ReplaceAllString(s, "-")
+	s = slugDash().ReplaceAllString(s, "-")
 	s = strings.Trim(s, "-")
 	if r := []rune(s); len(r) > 70 {
 		s = strings.TrimRight(string(r[:70]), "-")

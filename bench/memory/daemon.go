@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory/server"
+)
+
+// daemon is the store under test: a relay daemon this bench started (a child process, or
+// in-process with -inprocess) or any daemon already listening at -url.
+type daemon struct {
+	url  string
+	pid  int    // 0: unknown (external daemon without -pid)
+	home string // "": unknown (external daemon without -home)
+	stop func() error
+}
+
+func startDaemon(cfg *config, home string) (*daemon, error) {
+	if cfg.url != "" {
+		return &daemon{url: strings.TrimRight(cfg.url, "/"), pid: cfg.pid, home: cfg.home, stop: func() error { return nil }}, nil
+	}
+	if cfg.inprocess {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan server.Info, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- server.Run(ctx, server.RunOptions{Home: home, Port: 0, Version: "bench", Sync: cfg.sync, Ready: func(i server.Info) { ready <- i }})
+		}()
+		select {
+		case info := <-ready:
+			return &daemon{url: info.URL, pid: os.Getpid(), home: home, stop: func() error { cancel(); return <-done }}, nil
+		case err := <-done:
+			cancel()
+			return nil, err
+		}
+	}
+	args := []string{"up", "--foreground"}
+	if cfg.store != "" {
+		args = append(args, "--store", cfg.store)
+	}
+	cmd := exec.Command(cfg.relay, args...)
+	cmd.Env = append(os.Environ(), "RELAY_HOME="+home, "RELAY_DB_SYNC="+cfg.sync)
+	logf, err := os.Create(home + ".log")
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", cfg.relay, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	stop := func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			return errors.New("the daemon did not stop within 30s of SIGTERM; killed")
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(home + ".log")
+			return nil, fmt.Errorf("the daemon exited at start (%v): %s", err, strings.TrimSpace(string(b)))
+		case <-time.After(10 * time.Millisecond):
+		}
+		info, err := server.ReadInfo(home)
+		if err != nil || info.PID != cmd.Process.Pid {
+			continue
+		}
+		resp, err := http.Get(info.URL + "/health")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			return &daemon{url: info.URL, pid: cmd.Process.Pid, home: home, stop: stop}, nil
+		}
+	}
+	_ = stop()
+	return nil, errors.New("the daemon did not become ready within 30s")
+}
+
+// rss returns the daemon's resident set and its peak (VmHWM), in KB; 0 when unknown.
+func (d *daemon) rss() (cur, peak float64) {
+	if d.pid == 0 {
+		return 0, 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(d.pid) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			cur = v
+		case "VmHWM:":
+			peak = v
+		}
+	}
+	return cur, peak
+}
+
+// diskUsage is the space allocated to files under dir (like du), and the part of it
+// under dir/sub.
+func diskUsage(dir, sub string) (total, inSub int64) {
+	subDir := filepath.Join(dir, sub)
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		n := fi.Size()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n = st.Blocks * 512
+		}
+		total += n
+		if strings.HasPrefix(p, subDir+string(filepath.Separator)) {
+			inSub += n
+		}
+		return nil
+	})
+	return total, inSub
+}
+
+// fsyncRate is the disk's own limit for durable commits: 4 KB overwrites of a
+// preallocated file, each followed by fdatasync, for dur, in the directory under test.
+func fsyncRate(dir string, dur time.Duration) (float64, error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for i := 0; i < 256; i++ {
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	n := 0
+	start := time.Now()
+	for time.Since(start) < dur {
+		buf[0] = byte(n)
+		if _, err := f.WriteAt(buf, int64(n%256)*4096); err != nil {
+			return 0, err
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
