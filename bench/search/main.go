@@ -18,8 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
-	"github.com/relaydev/relay/internal/memory/capability/search"
 )
 
 func main() {
@@ -30,7 +31,7 @@ func main() {
 	reuse := flag.Bool("reuse", false, "with -dir: skip indexing and query the thread already there")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	optimize := flag.Bool("optimize", false, "with -reuse: merge the FTS index into one segment first (FTS5 'optimize') and time it")
-	flag.IntVar(&search.MaxRanked, "max-ranked", search.MaxRanked, "bm25 ranks at most this many newest matches")
+	flag.IntVar(&sqlite.MaxRanked, "max-ranked", sqlite.MaxRanked, "bm25 ranks at most this many newest matches")
 	flag.Parse()
 	optimizeFirst = *optimize
 	if *cpuprofile != "" {
@@ -119,7 +120,7 @@ func run(n, window, nq int, dir string, reuse bool) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	st, err := memory.OpenSQLite(dir, memory.Options{})
+	st, err := sqlite.OpenSQLite(dir, sqlite.Options{})
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func run(n, window, nq int, dir string, reuse bool) error {
 		fmt.Printf("reusing thread %s with %d artifacts in %s\n", th.ID, th.ArtifactCount, dir)
 		if optimizeFirst {
 			t0 := time.Now()
-			if err := search.Optimize(ctx, st); err != nil {
+			if err := st.OptimizeSearch(ctx); err != nil {
 				return err
 			}
 			fmt.Printf("FTS5 optimize took %s\n", time.Since(t0).Round(time.Millisecond))
@@ -176,8 +177,7 @@ func run(n, window, nq int, dir string, reuse bool) error {
 	return query(ctx, st, th, nq)
 }
 
-func query(ctx context.Context, st *memory.SQLite, th memory.Thread, nq int) error {
-	db := st.ReadDB()
+func query(ctx context.Context, st *sqlite.SQLite, th memory.Thread, nq int) error {
 	qc := newCorpus(2) // same vocabulary and law, another stream: realistic query terms
 	kinds := []struct {
 		name string
@@ -192,7 +192,7 @@ func query(ctx context.Context, st *memory.SQLite, th memory.Thread, nq int) err
 		}},
 		{"common term", func() string { return qc.words[qc.rng.IntN(20)] }},
 	}
-	fmt.Printf("bm25 top-10 queries, %d per kind, ranking at most %d newest matches:\n", nq, search.MaxRanked)
+	fmt.Printf("bm25 top-10 queries, %d per kind, ranking at most %d newest matches:\n", nq, sqlite.MaxRanked)
 	var all []time.Duration
 	for _, k := range kinds {
 		var lat []time.Duration
@@ -201,7 +201,7 @@ func query(ctx context.Context, st *memory.SQLite, th memory.Thread, nq int) err
 		for range nq {
 			q := k.make()
 			t0 := time.Now()
-			hits, err := search.Search(ctx, db, th.ID, search.Query{Query: q, Limit: 10})
+			hits, err := st.Search(ctx, th.ID, memory.SearchQuery{Query: q, Limit: 10})
 			if err != nil {
 				return fmt.Errorf("query %q: %w", q, err)
 			}

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/relaydev/relay/internal/memory/capability/search"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/memory/sqlite"
 	"github.com/relaydev/relay/internal/tokens"
 )
 
@@ -22,12 +21,7 @@ func capDoctorChecks() []doctorCheck {
 }
 
 func checkFTS(ctx context.Context, f *Factory) checkResult {
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		return checkResult{Status: statusFail, Detail: err.Error()}
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, search.Schema); err != nil {
+	if err := sqlite.CheckFTS(ctx); err != nil {
 		return checkResult{Status: statusFail, Detail: "SQLite FTS5 is not available: " + err.Error(), Hint: "rebuild relay with modernc.org/sqlite (make build)"}
 	}
 	return checkResult{Status: statusOK, Detail: "SQLite FTS5 with bm25 and the porter tokenizer"}

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/memory/server"
 )
@@ -58,12 +59,12 @@ func checkStore(ctx context.Context, f *Factory) checkResult {
 	if err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error()}
 	}
-	err = memory.QuickCheck(ctx, home)
+	err = sqlite.QuickCheck(ctx, home)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return checkResult{Status: statusWarn, Detail: "no store yet at " + home + "/" + memory.DBFile, Hint: "relay up (creates it)"}
+		return checkResult{Status: statusWarn, Detail: "no store yet at " + home + "/" + sqlite.DBFile, Hint: "relay up (creates it)"}
 	case err != nil:
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "stop the daemon and move the store aside, then relay up; see " + home + "/daemon.log"}
 	}
-	return checkResult{Status: statusOK, Detail: home + "/" + memory.DBFile + " passes quick_check"}
+	return checkResult{Status: statusOK, Detail: home + "/" + sqlite.DBFile + " passes quick_check"}
 }

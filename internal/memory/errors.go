@@ -55,7 +55,8 @@ func (e *TooLargeError) Error() string {
 	return e.What + " is larger than the limit of " + strconv.FormatInt(e.Limit, 10) + " bytes"
 }
 
-func badRequest(format string, a ...any) error {
+// BadRequest is an InvalidError with the API code bad_request.
+func BadRequest(format string, a ...any) error {
 	return &InvalidError{Code: "bad_request", Msg: fmt.Sprintf(format, a...), Op: -1}
 }
 
@@ -63,4 +64,17 @@ func badRequest(format string, a ...any) error {
 func IsNotFound(err error) bool {
 	var nf *NotFoundError
 	return errors.As(err, &nf)
+}
+
+// ExistsError says an import would overwrite a thread or artifact already in the store.
+type ExistsError struct {
+	What string // "thread" or "artifact"
+	ID   string
+}
+
+func (e *ExistsError) Error() string {
+	if e.What == "artifact" {
+		return fmt.Sprintf("artifact %s is already in the store; import a copy with --as-new", e.ID)
+	}
+	return fmt.Sprintf("thread %s already exists; import a copy with --as-new", e.ID)
 }

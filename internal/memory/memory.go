@@ -1,16 +1,10 @@
-// Package memory owns the relay memory store: threads, versioned JSON-Patch state, artifacts
-// and events (seed 004). It imports no net/http; internal/daemon serves it over HTTP.
+// Package memory owns the contract of relay's memory: threads, versioned JSON-Patch state,
+// artifacts and events, as the Store interface and its types. It imports no net/http and no
+// database; internal/memory/server serves a Store over HTTP.
 //
-// Storage sits behind the Store interface; SQLite (modernc.org/sqlite, WAL, synchronous=FULL)
-// is the shipped engine and the source of truth, with a human-readable mirror under
-// $RELAY_HOME/threads/<id>/ that is written after each commit and never read back.
-//
-// Extension points for other layers (capabilities, search, import/export):
-//   - RegisterMigration(name, sql) from an init func adds tables applied once at Open.
-//   - RegisterArtifactHook(fn) runs fn inside every artifact-put transaction (keeps FTS in step).
-//   - (*SQLite).WriteTx / ReadDB give SQL access; call Forget(threadID) after writing core
-//     tables directly so the in-memory state cache is rebuilt.
-//   - Store.AppendEvent and Store.AddMetrics record events and header metrics.
+// The layers above (capabilities, search, agent-to-agent messages, bundles) reach storage
+// only through the Store interface (extensions.go), so a backend is one package that
+// implements it: internal/memory/sqlite today.
 package memory
 
 import (
@@ -53,7 +47,22 @@ type Store interface {
 	Stats(ctx context.Context) (StoreStats, error)
 	// Check verifies storage integrity (PRAGMA integrity_check for SQLite).
 	Check(ctx context.Context) error
+	// Describe names the backend and where it keeps its data, for status and doctor.
+	Describe() StoreInfo
 	Close() error
+
+	CapabilityStore
+	Searcher
+	HopLedger
+	Dumper
+}
+
+// StoreInfo describes a store for humans: which backend, where, and any degraded part.
+type StoreInfo struct {
+	Backend  string `json:"backend"`  // "sqlite", "postgres"
+	Location string `json:"location"` // a file path, or a URL without its password
+	// MirrorError is the last failure of the human-readable file mirror, if any.
+	MirrorError string `json:"mirror_error,omitempty"`
 }
 
 // Thread is a thread's summary row.
@@ -235,7 +244,8 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func parseTime(s string) Time {
+// ParseTime reads a stored RFC 3339 time; a malformed one is the zero time.
+func ParseTime(s string) Time {
 	p, _ := time.Parse(time.RFC3339Nano, s)
 	return Time{p}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -94,7 +96,7 @@ func TestDecodeRules(t *testing.T) {
 
 func newProc(t *testing.T, lim Limits, h Handler) (*Processor, string) {
 	t.Helper()
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{})
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package a2a
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,37 +12,12 @@ import (
 	"github.com/relaydev/relay/internal/memory"
 )
 
-// Schema holds hop counters and the idempotency table.
-const Schema = `
-CREATE TABLE IF NOT EXISTS a2a_hops (
-	thread_id TEXT PRIMARY KEY,
-	hops      INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS a2a_messages (
-	thread_id       TEXT NOT NULL,
-	idempotency_key TEXT NOT NULL,
-	msg_id          TEXT NOT NULL,
-	status          TEXT NOT NULL, -- pending | done
-	response        BLOB,
-	received_at     INTEGER NOT NULL,
-	PRIMARY KEY (thread_id, idempotency_key)
-);
-`
-
-func init() { memory.RegisterMigration("0120_a2a", Schema) }
-
-// DB is SQL access with a single serialized writer (memory.SQLite implements it).
-type DB interface {
-	ReadDB() *sql.DB
-	WriteTx(ctx context.Context, fn func(*sql.Tx) error) error
-}
-
 // Handler executes an accepted envelope and returns the response payload.
 type Handler func(ctx context.Context, e *Envelope) (json.RawMessage, error)
 
 // Processor validates, deduplicates, counts hops and runs envelopes.
 type Processor struct {
-	db     DB
+	db     memory.HopLedger
 	limits Limits
 	handle Handler
 	// ThreadExists, when set, refuses envelopes for unknown threads before any hop is counted.
@@ -54,8 +28,8 @@ type Processor struct {
 	flights map[string]chan struct{}
 }
 
-// NewProcessor returns a processor using db for hop counts and idempotency.
-func NewProcessor(db DB, limits Limits, h Handler) *Processor {
+// NewProcessor returns a processor keeping hop counts and idempotency keys in db.
+func NewProcessor(db memory.HopLedger, limits Limits, h Handler) *Processor {
 	return &Processor{db: db, limits: limits.withDefaults(), handle: h, now: time.Now, flights: map[string]chan struct{}{}}
 }
 
@@ -134,18 +108,11 @@ func (p *Processor) once(ctx context.Context, e *Envelope) (*Result, error) {
 	res, err := p.execute(ctx, e, hops)
 	if err != nil {
 		// Forget the claim so a retry with the same key runs again; the hop stays counted.
-		_ = p.db.WriteTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
-			_, err := tx.Exec(`DELETE FROM a2a_messages WHERE thread_id = ? AND idempotency_key = ? AND status = 'pending'`, e.ThreadID, e.IdempotencyKey)
-			return err
-		})
+		_ = p.db.ReleaseIdempotent(context.WithoutCancel(ctx), e.ThreadID, e.IdempotencyKey)
 		return nil, err
 	}
 	b, _ := json.Marshal(res.Response)
-	err = p.db.WriteTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE a2a_messages SET status = 'done', response = ? WHERE thread_id = ? AND idempotency_key = ?`, b, e.ThreadID, e.IdempotencyKey)
-		return err
-	})
-	if err != nil {
+	if err := p.db.FinishIdempotent(context.WithoutCancel(ctx), e.ThreadID, e.IdempotencyKey, b); err != nil {
 		return nil, fmt.Errorf("record idempotent response: %w", err)
 	}
 	return res, nil
@@ -153,16 +120,10 @@ func (p *Processor) once(ctx context.Context, e *Envelope) (*Result, error) {
 
 // stored returns the first response for the envelope's idempotency key, if it finished.
 func (p *Processor) stored(ctx context.Context, e *Envelope) (*Envelope, int, error) {
-	var status string
-	var resp []byte
-	err := p.db.ReadDB().QueryRowContext(ctx, `SELECT status, response FROM a2a_messages WHERE thread_id = ? AND idempotency_key = ?`,
-		e.ThreadID, e.IdempotencyKey).Scan(&status, &resp)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && status != "done") {
-		// A pending row with no flight in this process was left by a crash: run again.
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("read idempotency key: %w", err)
+	resp, err := p.db.IdempotentResponse(ctx, e.ThreadID, e.IdempotencyKey)
+	if err != nil || resp == nil {
+		// A pending key with no flight in this process was left by a crash: run again.
+		return nil, 0, err
 	}
 	var out Envelope
 	if err := json.Unmarshal(resp, &out); err != nil {
@@ -175,25 +136,15 @@ func (p *Processor) stored(ctx context.Context, e *Envelope) (*Envelope, int, er
 // claim counts a hop (refusing past the limit) and, with idem, records the key as pending;
 // both in one transaction so concurrent senders cannot overshoot the limit.
 func (p *Processor) claim(ctx context.Context, e *Envelope, idem bool) (int, error) {
-	var hops int
-	err := p.db.WriteTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO a2a_hops(thread_id, hops) VALUES (?, 1)
-			ON CONFLICT(thread_id) DO UPDATE SET hops = hops + 1 WHERE hops < ? RETURNING hops`,
-			e.ThreadID, p.limits.MaxHops).Scan(&hops)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &RuleError{Rule: RuleHopLimit, Status: 429, Detail: fmt.Sprintf(
-				"thread %s already has %d hops, the limit is %d; an agent loop is likely; start a new thread or raise RELAY_A2A_MAX_HOPS", e.ThreadID, p.limits.MaxHops, p.limits.MaxHops)}
-		}
-		if err != nil {
-			return err
-		}
-		if idem {
-			_, err = tx.ExecContext(ctx, `INSERT INTO a2a_messages(thread_id, idempotency_key, msg_id, status, received_at) VALUES (?,?,?,'pending',?)
-				ON CONFLICT(thread_id, idempotency_key) DO UPDATE SET msg_id = excluded.msg_id, received_at = excluded.received_at`,
-				e.ThreadID, e.IdempotencyKey, e.MsgID, p.now().UnixNano())
-		}
-		return err
-	})
+	key := ""
+	if idem {
+		key = e.IdempotencyKey
+	}
+	hops, err := p.db.ClaimHop(ctx, e.ThreadID, p.limits.MaxHops, key, e.MsgID, p.now())
+	if errors.Is(err, memory.ErrHopLimit) {
+		return 0, &RuleError{Rule: RuleHopLimit, Status: 429, Detail: fmt.Sprintf(
+			"thread %s already has %d hops, the limit is %d; an agent loop is likely; start a new thread or raise RELAY_A2A_MAX_HOPS", e.ThreadID, p.limits.MaxHops, p.limits.MaxHops)}
+	}
 	return hops, err
 }
 
@@ -214,15 +165,5 @@ func (p *Processor) execute(ctx context.Context, e *Envelope, hops int) (*Result
 
 // Hops returns the thread's hop count.
 func (p *Processor) Hops(ctx context.Context, threadID string) (int, error) {
-	return Hops(ctx, p.db.ReadDB(), threadID)
-}
-
-// Hops reads a thread's hop count from db.
-func Hops(ctx context.Context, db *sql.DB, threadID string) (int, error) {
-	var n int
-	err := db.QueryRowContext(ctx, `SELECT hops FROM a2a_hops WHERE thread_id = ?`, threadID).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
+	return p.db.Hops(ctx, threadID)
 }

@@ -9,10 +9,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -23,8 +21,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/relaydev/relay/internal/memory"
-	"github.com/relaydev/relay/internal/memory/capability"
-	"github.com/relaydev/relay/internal/memory/capability/search"
 )
 
 // FormatID names the bundle format.
@@ -37,12 +33,8 @@ var (
 	MaxBundleBytes = int64(4) << 30 // uncompressed total
 )
 
-// DB is the store's SQL access (memory.SQLite implements it).
-type DB interface {
-	ReadDB() *sql.DB
-	WriteTx(ctx context.Context, fn func(*sql.Tx) error) error
-	Forget(threadID string)
-}
+// DB is the store side of a bundle: whole threads as records (every memory.Store is one).
+type DB = memory.Dumper
 
 // Manifest is manifest.json.
 type Manifest struct {
@@ -54,53 +46,14 @@ type Manifest struct {
 	Files      map[string]string `json:"files"` // entry name → sha256 hex
 }
 
-type threadRow struct {
-	ID            string `json:"id"`
-	Name          string `json:"name"`
-	CreatedAt     string `json:"created_at"`
-	UpdatedAt     string `json:"updated_at"`
-	Version       int    `json:"version"`
-	ArtifactCount int    `json:"artifact_count"`
-	EventCount    int    `json:"event_count"`
-	CacheHits     int64  `json:"cache_hits"`
-	TokensAvoided int64  `json:"tokens_avoided"`
-}
-
-type versionRow struct {
-	Version   int             `json:"version"`
-	Patch     json.RawMessage `json:"patch"`
-	Author    string          `json:"author"`
-	CreatedAt string          `json:"created_at"`
-	EventID   int64           `json:"event_id"`
-}
-
-type snapshotRow struct {
-	Version int             `json:"version"`
-	Doc     json.RawMessage `json:"doc"`
-}
-
-type artifactRow struct {
-	Ref              string `json:"ref"`
-	Type             string `json:"type"`
-	Mime             string `json:"mime"`
-	Name             string `json:"name"`
-	Size             int64  `json:"size"`
-	Hash             string `json:"hash"`
-	PreviewText      string `json:"preview_text"`
-	PreviewLines     int    `json:"preview_lines"`
-	PreviewTruncated bool   `json:"preview_truncated"`
-	CreatedBy        string `json:"created_by"`
-	Capability       string `json:"capability"`
-	SourceRefs       string `json:"source_refs"`
-	CreatedAt        string `json:"created_at"`
-}
-
-type eventRow struct {
-	ID   int64           `json:"id"`
-	Type string          `json:"type"`
-	At   string          `json:"at"`
-	Data json.RawMessage `json:"data"`
-}
+// The bundle's JSON lines are the store's records.
+type (
+	threadRow   = memory.ThreadRecord
+	versionRow  = memory.VersionRecord
+	snapshotRow = memory.SnapshotRecord
+	artifactRow = memory.ArtifactRecord
+	eventRow    = memory.EventRecord
+)
 
 // Entry names.
 const (
@@ -116,123 +69,60 @@ const (
 
 // Export writes the thread as a zip to w from one consistent read snapshot.
 func Export(ctx context.Context, db DB, threadID, relayVersion string, w io.Writer) (*Manifest, error) {
-	tx, err := db.ReadDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
-	defer tx.Rollback()
-	var th threadRow
-	err = tx.QueryRowContext(ctx, `SELECT id, name, created_at, updated_at, version, artifact_count, event_count, cache_hits, tokens_avoided FROM threads WHERE id = ?`, threadID).
-		Scan(&th.ID, &th.Name, &th.CreatedAt, &th.UpdatedAt, &th.Version, &th.ArtifactCount, &th.EventCount, &th.CacheHits, &th.TokensAvoided)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, &memory.NotFoundError{What: "thread", ID: threadID}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("export: read thread: %w", err)
-	}
-	m := &Manifest{Format: FormatID, ThreadID: threadID, ExportedAt: time.Now().UTC().Format(time.RFC3339), Relay: relayVersion,
+	var m *Manifest
+	err := db.ExportThread(ctx, threadID, func(d *memory.ThreadDump, content func(string) ([]byte, error)) error {
+		var err error
+		m, err = write(d, content, relayVersion, w)
+		return err
+	})
+	return m, err
+}
+
+func write(d *memory.ThreadDump, content func(string) ([]byte, error), relayVersion string, w io.Writer) (*Manifest, error) {
+	now := time.Now().UTC()
+	m := &Manifest{Format: FormatID, ThreadID: d.Thread.ID, ExportedAt: now.Format(time.RFC3339), Relay: relayVersion,
 		Counts: map[string]int{}, Files: map[string]string{}}
 	zw := zip.NewWriter(w)
 	put := func(name string, b []byte) error {
 		sum := sha256.Sum256(b)
 		m.Files[name] = hex.EncodeToString(sum[:])
-		fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Now().UTC()})
+		fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: now})
 		if err != nil {
 			return err
 		}
 		_, err = fw.Write(b)
 		return err
 	}
-	thb, _ := json.MarshalIndent(th, "", "  ")
+	thb, _ := json.MarshalIndent(d.Thread, "", "  ")
 	if err := put(fThread, thb); err != nil {
 		return nil, err
 	}
-
-	jsonl := func(name, q string, scan func(*sql.Rows) (any, error)) error {
-		rows, err := tx.QueryContext(ctx, q, threadID)
+	if err := putLines(put, m, fVersions, d.Versions); err != nil {
+		return nil, err
+	}
+	if err := putLines(put, m, fSnapshots, d.Snapshots); err != nil {
+		return nil, err
+	}
+	if err := putLines(put, m, fArtifacts, d.Artifacts); err != nil {
+		return nil, err
+	}
+	if err := putLines(put, m, fEvents, d.Events); err != nil {
+		return nil, err
+	}
+	if err := putLines(put, m, fCalls, d.Calls); err != nil {
+		return nil, err
+	}
+	for _, a := range d.Artifacts {
+		b, err := content(a.Ref)
 		if err != nil {
-			return fmt.Errorf("export %s: %w", name, err)
+			return nil, err
 		}
-		defer rows.Close()
-		var buf bytes.Buffer
-		n := 0
-		for rows.Next() {
-			v, err := scan(rows)
-			if err != nil {
-				return fmt.Errorf("export %s: %w", name, err)
-			}
-			b, _ := json.Marshal(v)
-			buf.Write(b)
-			buf.WriteByte('\n')
-			n++
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		m.Counts[strings.TrimSuffix(name, ".jsonl")] = n
-		return put(name, buf.Bytes())
-	}
-	if err := jsonl(fVersions, `SELECT version, patch, author, created_at, event_id FROM state_versions WHERE thread_id = ? ORDER BY version`, func(r *sql.Rows) (any, error) {
-		var v versionRow
-		var p []byte
-		err := r.Scan(&v.Version, &p, &v.Author, &v.CreatedAt, &v.EventID)
-		v.Patch = p
-		return v, err
-	}); err != nil {
-		return nil, err
-	}
-	if err := jsonl(fSnapshots, `SELECT version, doc FROM state_snapshots WHERE thread_id = ? ORDER BY version`, func(r *sql.Rows) (any, error) {
-		var s snapshotRow
-		var d []byte
-		err := r.Scan(&s.Version, &d)
-		s.Doc = d
-		return s, err
-	}); err != nil {
-		return nil, err
-	}
-	var arts []artifactRow
-	if err := jsonl(fArtifacts, `SELECT ref, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at FROM artifacts WHERE thread_id = ? ORDER BY ref`, func(r *sql.Rows) (any, error) {
-		var a artifactRow
-		err := r.Scan(&a.Ref, &a.Type, &a.Mime, &a.Name, &a.Size, &a.Hash, &a.PreviewText, &a.PreviewLines, &a.PreviewTruncated, &a.CreatedBy, &a.Capability, &a.SourceRefs, &a.CreatedAt)
-		arts = append(arts, a)
-		return a, err
-	}); err != nil {
-		return nil, err
-	}
-	if err := jsonl(fEvents, `SELECT id, type, at, data FROM events WHERE thread_id = ? ORDER BY id`, func(r *sql.Rows) (any, error) {
-		var e eventRow
-		var d []byte
-		err := r.Scan(&e.ID, &e.Type, &e.At, &d)
-		e.Data = d
-		return e, err
-	}); err != nil {
-		return nil, err
-	}
-	calls, err := callsTx(ctx, tx, threadID)
-	if err != nil {
-		return nil, err
-	}
-	var cb bytes.Buffer
-	for _, c := range calls {
-		b, _ := json.Marshal(c)
-		cb.Write(b)
-		cb.WriteByte('\n')
-	}
-	m.Counts["cap_calls"] = len(calls)
-	if err := put(fCalls, cb.Bytes()); err != nil {
-		return nil, err
-	}
-	for _, a := range arts {
-		var content []byte
-		if err := tx.QueryRowContext(ctx, `SELECT content FROM artifact_content WHERE ref = ?`, a.Ref).Scan(&content); err != nil {
-			return nil, fmt.Errorf("export artifact %s: %w", a.Ref, err)
-		}
-		if err := put(artDir+a.Ref, content); err != nil {
+		if err := put(artDir+a.Ref, b); err != nil {
 			return nil, err
 		}
 	}
 	mb, _ := json.MarshalIndent(m, "", "  ")
-	fw, err := zw.Create(fManifest)
+	fw, err := zw.CreateHeader(&zip.FileHeader{Name: fManifest, Method: zip.Deflate, Modified: now})
 	if err != nil {
 		return nil, err
 	}
@@ -245,24 +135,16 @@ func Export(ctx context.Context, db DB, threadID, relayVersion string, w io.Writ
 	return m, nil
 }
 
-func callsTx(ctx context.Context, tx *sql.Tx, threadID string) ([]capability.Call, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT capability, args, artifact_ref, cache_hit, preview_bytes, duration_ms, at FROM cap_calls WHERE thread_id = ? ORDER BY id`, threadID)
-	if err != nil {
-		return nil, fmt.Errorf("export capability calls: %w", err)
+// putLines writes rows as one JSON document per line and counts them in the manifest.
+func putLines[T any](put func(string, []byte) error, m *Manifest, name string, rows []T) error {
+	var buf bytes.Buffer
+	for _, r := range rows {
+		b, _ := json.Marshal(r)
+		buf.Write(b)
+		buf.WriteByte('\n')
 	}
-	defer rows.Close()
-	var out []capability.Call
-	for rows.Next() {
-		c := capability.Call{ThreadID: threadID}
-		var args []byte
-		var at int64
-		if err := rows.Scan(&c.Capability, &args, &c.ArtifactRef, &c.CacheHit, &c.PreviewBytes, &c.DurationMS, &at); err != nil {
-			return nil, err
-		}
-		c.Args, c.At = args, time.Unix(0, at).UTC()
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	m.Counts[strings.TrimSuffix(name, ".jsonl")] = len(rows)
+	return put(name, buf.Bytes())
 }
 
 // ImportOptions control Import.
@@ -287,12 +169,8 @@ type UnsafeError struct{ Reason string }
 
 func (e *UnsafeError) Error() string { return "refusing bundle: " + e.Reason }
 
-// ExistsError is an import of a thread id that is already in the store.
-type ExistsError struct{ ThreadID string }
-
-func (e *ExistsError) Error() string {
-	return fmt.Sprintf("thread %s already exists; import a copy with --as-new", e.ThreadID)
-}
+// ExistsError is an import of a thread id or artifact ref that is already in the store.
+type ExistsError = memory.ExistsError
 
 func unsafe(format string, a ...any) error { return &UnsafeError{Reason: fmt.Sprintf(format, a...)} }
 
@@ -424,7 +302,7 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 	if err != nil {
 		return nil, err
 	}
-	calls, err := decodeLines[capability.Call](files[fCalls], fCalls)
+	calls, err := decodeLines[memory.CapabilityCall](files[fCalls], fCalls)
 	if err != nil {
 		return nil, err
 	}
@@ -450,77 +328,35 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 		rewrite = func(b []byte) []byte { return []byte(rp.Replace(string(b))) }
 	}
 
-	err = db.WriteTx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, res.ThreadID).Scan(&n); err != nil {
-			return err
+	d := &memory.ThreadDump{Thread: th, Versions: versions, Snapshots: snaps, Events: events, Calls: calls}
+	d.Thread.ID = res.ThreadID
+	content := make(map[string][]byte, len(arts))
+	for _, a := range arts {
+		body := files[artDir+a.Ref]
+		if opt.AsNew {
+			a.Ref = res.RefMap[a.Ref]
 		}
-		if n > 0 {
-			return &ExistsError{ThreadID: res.ThreadID}
-		}
-		// Events get new ids (ids are global); remember the mapping for state_versions.event_id.
-		evMap := map[int64]int64{}
-		var lastID int64
-		for _, e := range events {
-			var id int64
-			if err := tx.QueryRowContext(ctx, `INSERT INTO events(thread_id, type, at, data) VALUES (?,?,?,?) RETURNING id`,
-				res.ThreadID, e.Type, e.At, rewrite(e.Data)).Scan(&id); err != nil {
-				return fmt.Errorf("import event: %w", err)
-			}
-			evMap[e.ID], lastID = id, id
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version, artifact_count, event_count, last_event_id, cache_hits, tokens_avoided) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-			res.ThreadID, th.Name, th.CreatedAt, th.UpdatedAt, th.Version, len(arts), len(events), lastID, th.CacheHits, th.TokensAvoided); err != nil {
-			return fmt.Errorf("import thread: %w", err)
-		}
-		for _, v := range versions {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?,?,?,?,?,?)`,
-				res.ThreadID, v.Version, rewrite(v.Patch), v.Author, v.CreatedAt, evMap[v.EventID]); err != nil {
-				return fmt.Errorf("import state v%d: %w", v.Version, err)
-			}
-		}
-		for _, s := range snaps {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots(thread_id, version, doc) VALUES (?,?,?)`, res.ThreadID, s.Version, rewrite(s.Doc)); err != nil {
-				return fmt.Errorf("import state snapshot v%d: %w", s.Version, err)
-			}
-		}
-		for _, a := range arts {
-			content := files[artDir+a.Ref]
-			ref := a.Ref
-			if opt.AsNew {
-				ref = res.RefMap[a.Ref]
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-				ref, res.ThreadID, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, string(rewrite([]byte(a.SourceRefs))), a.CreatedAt)
-			if err != nil {
-				if strings.Contains(err.Error(), "UNIQUE") {
-					return &ExistsError{ThreadID: res.ThreadID + " (artifact ref " + ref + " is already in the store)"}
-				}
-				return fmt.Errorf("import artifact %s: %w", ref, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_content(ref, content) VALUES (?,?)`, ref, content); err != nil {
-				return fmt.Errorf("import artifact %s: %w", ref, err)
-			}
-			if a.Capability != search.Name {
-				if err := search.Index(ctx, tx, res.ThreadID, ref, a.Type, a.Name, content); err != nil {
-					return err
-				}
-			}
-		}
-		for _, c := range calls {
-			c.ThreadID = res.ThreadID
-			c.ArtifactRef = string(rewrite([]byte(c.ArtifactRef)))
-			c.Args = rewrite(c.Args)
-			if err := capability.InsertCall(ctx, tx, c); err != nil {
-				return fmt.Errorf("import capability call: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+		a.SourceRefs = string(rewrite([]byte(a.SourceRefs)))
+		content[a.Ref] = body
+		d.Artifacts = append(d.Artifacts, a)
+	}
+	for i := range d.Events {
+		d.Events[i].Data = rewrite(d.Events[i].Data)
+	}
+	for i := range d.Versions {
+		d.Versions[i].Patch = rewrite(d.Versions[i].Patch)
+	}
+	for i := range d.Snapshots {
+		d.Snapshots[i].Doc = rewrite(d.Snapshots[i].Doc)
+	}
+	for i := range d.Calls {
+		d.Calls[i].ThreadID = res.ThreadID
+		d.Calls[i].ArtifactRef = string(rewrite([]byte(d.Calls[i].ArtifactRef)))
+		d.Calls[i].Args = rewrite(d.Calls[i].Args)
+	}
+	if err := db.ImportThread(ctx, d, content); err != nil {
 		return nil, err
 	}
-	db.Forget(res.ThreadID)
 	return res, nil
 }
 

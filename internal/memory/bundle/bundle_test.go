@@ -15,15 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/capability"
-	"github.com/relaydev/relay/internal/memory/capability/search"
 )
 
-func open(t *testing.T) *memory.SQLite {
+func open(t *testing.T) *sqlite.SQLite {
 	t.Helper()
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{})
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func open(t *testing.T) *memory.SQLite {
 }
 
 // fill makes a thread with several versions, artifacts (one derived), events and a call.
-func fill(t *testing.T, st *memory.SQLite) string {
+func fill(t *testing.T, st *sqlite.SQLite) string {
 	t.Helper()
 	ctx := context.Background()
 	th, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "exported"})
@@ -62,7 +63,7 @@ func fill(t *testing.T, st *memory.SQLite) string {
 	if err := st.AddMetrics(ctx, th.ID, memory.Metrics{CacheHits: 3, TokensAvoided: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if err := capability.NewSQLStore(st).RecordCall(ctx, capability.Call{ThreadID: th.ID, Capability: "retrieval.search", Args: json.RawMessage(`{"query":"zebra"}`), ArtifactRef: a.Ref, CacheHit: true, At: time.Now().UTC().Truncate(time.Microsecond)}); err != nil {
+	if err := st.RecordCall(ctx, capability.Call{ThreadID: th.ID, Capability: "retrieval.search", Args: json.RawMessage(`{"query":"zebra"}`), ArtifactRef: a.Ref, CacheHit: true, At: time.Now().UTC().Truncate(time.Microsecond)}); err != nil {
 		t.Fatal(err)
 	}
 	return th.ID
@@ -77,7 +78,7 @@ type snapshot struct {
 	Calls     []capability.Call
 }
 
-func take(t *testing.T, st *memory.SQLite, id string) snapshot {
+func take(t *testing.T, st *sqlite.SQLite, id string) snapshot {
 	t.Helper()
 	ctx := context.Background()
 	var s snapshot
@@ -105,13 +106,13 @@ func take(t *testing.T, st *memory.SQLite, id string) snapshot {
 	if s.Events, err = st.Events(ctx, id, 0, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if s.Calls, err = capability.NewSQLStore(st).Calls(ctx, id); err != nil {
+	if s.Calls, err = st.Calls(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func export(t *testing.T, st *memory.SQLite, id string) []byte {
+func export(t *testing.T, st *sqlite.SQLite, id string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if _, err := Export(context.Background(), st, id, "test", &buf); err != nil {
@@ -141,7 +142,7 @@ func TestRoundTripExact(t *testing.T) {
 	if d := cmp.Diff(before, after, ignoreIDs, ignoreThreadEv); d != "" {
 		t.Fatalf("round trip differs (-before +after):\n%s", d)
 	}
-	hits, err := search.Search(context.Background(), dst.ReadDB(), id, search.Query{Query: "zebra"})
+	hits, err := dst.Search(context.Background(), id, memory.SearchQuery{Query: "zebra"})
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("imported artifacts not searchable: %v %v", hits, err)
 	}
@@ -338,7 +339,7 @@ func FuzzImport(f *testing.F) {
 	f.Add(zipOfF(map[string][]byte{"thread.json": []byte("{}")}))
 	f.Add([]byte("PK\x03\x04garbage"))
 	dir := f.TempDir()
-	st, err := memory.OpenSQLite(dir, memory.Options{})
+	st, err := sqlite.OpenSQLite(dir, sqlite.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

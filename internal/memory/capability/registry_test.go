@@ -2,19 +2,17 @@ package capability
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
 	"github.com/relaydev/relay/plugin"
-	_ "modernc.org/sqlite"
 )
 
 type fakeArtifacts struct {
@@ -157,39 +155,15 @@ func testCache(t *testing.T, store Store) {
 	}
 }
 
-func openTestDB(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "relay.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 func TestCacheMem(t *testing.T) { testCache(t, NewMemStore()) }
 
-type testDB struct{ db *sql.DB }
-
-func (d testDB) ReadDB() *sql.DB { return d.db }
-func (d testDB) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := d.db.BeginTx(ctx, nil)
+func TestCacheSQLite(t *testing.T) {
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{})
 	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-func TestCacheSQL(t *testing.T) {
-	db := openTestDB(t)
-	if _, err := db.Exec(Schema); err != nil {
 		t.Fatal(err)
 	}
-	testCache(t, NewSQLStore(testDB{db}))
+	t.Cleanup(func() { st.Close() })
+	testCache(t, st)
 }
 
 func TestConcurrentDuplicatesRunOnce(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/server"
 )
@@ -19,7 +21,7 @@ import (
 // TestStreamResumesAfterDrop: when the daemon ends the stream, Stream reconnects with
 // Last-Event-ID and delivers every event exactly once.
 func TestStreamResumesAfterDrop(t *testing.T) {
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{Sync: "normal"})
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{Sync: "normal"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/tokens"
 )
 
-func setup(t *testing.T) (*memory.SQLite, Source) {
+func setup(t *testing.T) (*sqlite.SQLite, Source) {
 	t.Helper()
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{})
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -206,7 +208,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("graceful stop: %v", err)
 	}
-	st, err := memory.OpenSQLite(home, memory.Options{})
+	st, err := sqlite.OpenSQLite(home, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

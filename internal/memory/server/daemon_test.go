@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -21,12 +23,12 @@ type testAPI struct {
 	t     *testing.T
 	srv   *httptest.Server
 	token string
-	store *memory.SQLite
+	store *sqlite.SQLite
 }
 
 func newTestAPI(t *testing.T, token string) *testAPI {
 	t.Helper()
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{})
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 )
 
-func capServer(t *testing.T) (*httptest.Server, *memory.SQLite) {
+func capServer(t *testing.T) (*httptest.Server, *sqlite.SQLite) {
 	t.Helper()
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{})
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

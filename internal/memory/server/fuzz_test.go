@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -24,7 +26,7 @@ func FuzzParseVersion(f *testing.F) {
 
 // FuzzRequests: no body, header or query makes a handler answer 5xx or a non-JSON error.
 func FuzzRequests(f *testing.F) {
-	st, err := memory.OpenSQLite(f.TempDir(), memory.Options{Sync: "normal"})
+	st, err := sqlite.OpenSQLite(f.TempDir(), sqlite.Options{Sync: "normal"})
 	if err != nil {
 		f.Fatal(err)
 	}

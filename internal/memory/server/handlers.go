@@ -42,9 +42,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	out["url"] = s.url
 	out["store"] = st
 	out["auth"] = len(s.token) > 0
-	if s.sql != nil {
-		out["mirror_error"] = s.sql.MirrorErr()
-	}
+	out["mirror_error"] = s.store.Describe().MirrorError
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

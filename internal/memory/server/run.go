@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/sqlite"
+
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -96,7 +98,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer ln.Close()
 
-	store, err := memory.OpenSQLite(o.Home, memory.Options{Sync: o.Sync})
+	store, err := sqlite.OpenSQLite(o.Home, sqlite.Options{Sync: o.Sync})
 	if err != nil {
 		log.Error("open store failed", "err", err)
 		return err

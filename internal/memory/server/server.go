@@ -63,7 +63,6 @@ type Options struct {
 // Server is the daemon's HTTP handler.
 type Server struct {
 	store   memory.Store
-	sql     *memory.SQLite // nil when the store is not SQLite
 	token   []byte
 	log     *slog.Logger
 	version string
@@ -86,7 +85,6 @@ func New(o Options) *Server {
 	}
 	s := &Server{store: o.Store, token: []byte(o.Token), log: o.Logger, version: o.Version, home: o.Home,
 		started: time.Now(), mux: http.NewServeMux(), done: make(chan struct{})}
-	s.sql, _ = o.Store.(*memory.SQLite)
 	s.routes()
 	hookMu.Lock()
 	hooks := append([]func(*Server, *http.ServeMux){}, routeHooks...)

@@ -1,4 +1,4 @@
-package memory
+package sqlite
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relaydev/relay/internal/memory"
 
 	"github.com/relaydev/relay/internal/memory/statedoc"
 )
@@ -66,13 +68,13 @@ func TestSizeBoundCoversEncodedSize(t *testing.T) {
 func TestStateSizeCapCopy(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
-	th, _ := s.CreateThread(ctx, CreateThreadParams{})
-	big := strings.Repeat("x", MaxStateBytes*2/3)
+	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
+	big := strings.Repeat("x", memory.MaxStateBytes*2/3)
 	if _, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":"`+big+`"}}]`), 1, ""); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"copy","from":"/facts/0/value","path":"/facts/0/key"}]`), 2, "")
-	var tl *TooLargeError
+	var tl *memory.TooLargeError
 	if !errors.As(err, &tl) {
 		t.Fatalf("copy past the cap: %v", err)
 	}
@@ -86,8 +88,8 @@ func TestStateSizeCapCopy(t *testing.T) {
 func TestStateNearCapStillPatchable(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
-	th, _ := s.CreateThread(ctx, CreateThreadParams{})
-	big := strings.Repeat("x", MaxStateBytes-1500) // the bound crosses the cap after a few patches
+	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
+	big := strings.Repeat("x", memory.MaxStateBytes-1500) // the bound crosses the cap after a few patches
 	if _, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":"`+big+`"}}]`), 1, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestStateCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	var ids []string
 	for i := 0; i < 3; i++ {
-		th, err := s.CreateThread(ctx, CreateThreadParams{})
+		th, err := s.CreateThread(ctx, memory.CreateThreadParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +124,7 @@ func TestStateCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	if _, err := s.Header(ctx, ids[0]); err != nil { // the oldest becomes the most recently used
 		t.Fatal(err)
 	}
-	if _, err := s.CreateThread(ctx, CreateThreadParams{}); err != nil {
+	if _, err := s.CreateThread(ctx, memory.CreateThreadParams{}); err != nil {
 		t.Fatal(err)
 	}
 	s.cmu.RLock()
@@ -147,7 +149,7 @@ func TestMirrorRepairDoesNotReorderCache(t *testing.T) {
 	<-s.repairDone // the open-time repair (of an empty store) is over; run one by hand below
 	var ids []string
 	for i := 0; i < 3; i++ {
-		th, err := s.CreateThread(ctx, CreateThreadParams{})
+		th, err := s.CreateThread(ctx, memory.CreateThreadParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +168,7 @@ func TestMirrorRepairDoesNotReorderCache(t *testing.T) {
 		}
 	}
 	s.repairMirror(ctx)
-	if _, err := s.CreateThread(ctx, CreateThreadParams{}); err != nil {
+	if _, err := s.CreateThread(ctx, memory.CreateThreadParams{}); err != nil {
 		t.Fatal(err)
 	}
 	s.cmu.RLock()

@@ -1,4 +1,4 @@
-package memory
+package sqlite
 
 import (
 	"context"
@@ -178,7 +178,7 @@ func (s *SQLite) runOp(r *writeReq, tx *sql.Tx, b *batch) (after func(), err err
 			after, err = nil, fmt.Errorf("write failed: panic: %v\n%s", v, debug.Stack())
 		}
 	}()
-	return r.op(context.WithValue(r.ctx, stmtsKey{}, s.stmts), tx, b)
+	return r.op(r.ctx, tx, b)
 }
 
 // runAfter runs a committed op's follow-up (cache, mirror, wake-ups); a panic there is a
@@ -256,7 +256,7 @@ func (s *SQLite) queryRow(ctx context.Context, tx *sql.Tx, query string, args ..
 }
 
 func (s *SQLite) prepare(ctx context.Context) error {
-	for _, q := range append(hotStatements[:len(hotStatements):len(hotStatements)], registeredStatements()...) {
+	for _, q := range append(hotStatements[:len(hotStatements):len(hotStatements)], sqlNextSeq, sqlIndexRow) {
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)

@@ -1,21 +1,24 @@
-package search
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/relaydev/relay/internal/memory/capability/search"
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/plugin"
 	_ "modernc.org/sqlite"
 )
 
-func openStore(t testing.TB) *memory.SQLite {
+func openStore(t testing.TB) *SQLite {
 	t.Helper()
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{})
+	st, err := OpenSQLite(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +44,7 @@ func put(t testing.TB, st memory.Store, tid, name, typ, body string) string {
 	return a.Ref
 }
 
-func refs(hits []Hit) []string {
+func refs(hits []memory.SearchHit) []string {
 	var out []string
 	for _, h := range hits {
 		out = append(out, h.Name)
@@ -59,31 +62,30 @@ func TestSearch(t *testing.T) {
 	put(t, st, tid, "page.html", "html", "<html><body><p>Relational <b>databases</b> store rows</p><script>hello()</script></body></html>")
 	put(t, st, tid, "data.json", "json", `{"greeting":"hello world","lang":"en"}`)
 	put(t, st, other, "secret.md", "markdown", "hello from another thread")
-	db := st.ReadDB()
 
 	tests := []struct {
 		name  string
-		q     Query
+		q     memory.SearchQuery
 		want  []string
 		match bool // only check set equality
 	}{
-		{name: "word", q: Query{Query: "hello"}, want: []string{"notes.md", "data.json"}, match: true},
-		{name: "and", q: Query{Query: "hello relay"}, want: []string{"notes.md"}},
-		{name: "bm25 order", q: Query{Query: "relay"}, want: []string{"deploy.txt", "notes.md"}},
-		{name: "prefix", q: Query{Query: "rel*"}, want: []string{"deploy.txt", "notes.md", "page.html"}, match: true},
-		{name: "short prefix is a word", q: Query{Query: "re*"}, want: nil},
-		{name: "phrase", q: Query{Query: `"hello world"`}, want: []string{"data.json"}},
-		{name: "phrase order matters", q: Query{Query: `"world hello"`}, want: nil},
-		{name: "or", q: Query{Query: "databases OR greeting"}, want: []string{"page.html", "data.json"}, match: true},
-		{name: "type filter", q: Query{Query: "hello", Types: []string{"json"}}, want: []string{"data.json"}},
-		{name: "html tags and scripts not indexed", q: Query{Query: "script OR hello", Types: []string{"html"}}, want: nil},
-		{name: "stemming", q: Query{Query: "migration"}, want: []string{"deploy.txt"}},
-		{name: "name", q: Query{Query: "deploy"}, want: []string{"deploy.txt"}},
-		{name: "syntax chars are text", q: Query{Query: `hello) AND (NEAR "`}, want: nil},
+		{name: "word", q: memory.SearchQuery{Query: "hello"}, want: []string{"notes.md", "data.json"}, match: true},
+		{name: "and", q: memory.SearchQuery{Query: "hello relay"}, want: []string{"notes.md"}},
+		{name: "bm25 order", q: memory.SearchQuery{Query: "relay"}, want: []string{"deploy.txt", "notes.md"}},
+		{name: "prefix", q: memory.SearchQuery{Query: "rel*"}, want: []string{"deploy.txt", "notes.md", "page.html"}, match: true},
+		{name: "short prefix is a word", q: memory.SearchQuery{Query: "re*"}, want: nil},
+		{name: "phrase", q: memory.SearchQuery{Query: `"hello world"`}, want: []string{"data.json"}},
+		{name: "phrase order matters", q: memory.SearchQuery{Query: `"world hello"`}, want: nil},
+		{name: "or", q: memory.SearchQuery{Query: "databases OR greeting"}, want: []string{"page.html", "data.json"}, match: true},
+		{name: "type filter", q: memory.SearchQuery{Query: "hello", Types: []string{"json"}}, want: []string{"data.json"}},
+		{name: "html tags and scripts not indexed", q: memory.SearchQuery{Query: "script OR hello", Types: []string{"html"}}, want: nil},
+		{name: "stemming", q: memory.SearchQuery{Query: "migration"}, want: []string{"deploy.txt"}},
+		{name: "name", q: memory.SearchQuery{Query: "deploy"}, want: []string{"deploy.txt"}},
+		{name: "syntax chars are text", q: memory.SearchQuery{Query: `hello) AND (NEAR "`}, want: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hits, err := Search(ctx, db, tid, tt.q)
+			hits, err := st.Search(ctx, tid, tt.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +107,7 @@ func TestSearch(t *testing.T) {
 		})
 	}
 
-	hits, err := Search(ctx, db, tid, Query{Query: "hello relay"})
+	hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "hello relay"})
 	if err != nil || len(hits) != 1 {
 		t.Fatal(hits, err)
 	}
@@ -115,7 +117,7 @@ func TestSearch(t *testing.T) {
 	if hits[0].Score <= 0 {
 		t.Fatalf("score = %v, want > 0", hits[0].Score)
 	}
-	if _, err := Search(ctx, db, tid, Query{Query: `" " ***`}); err != ErrEmptyQuery {
+	if _, err := st.Search(ctx, tid, memory.SearchQuery{Query: `" " ***`}); !errors.Is(err, ErrEmptyQuery) {
 		t.Fatalf("empty query err = %v", err)
 	}
 }
@@ -126,7 +128,7 @@ type storeArtifacts struct {
 }
 
 func (s storeArtifacts) PutArtifact(ctx context.Context, a plugin.NewArtifact) (string, error) {
-	art, err := s.st.PutArtifact(ctx, s.tid, memory.PutArtifactParams{Name: a.Name, Type: a.Type, Content: a.Content, Capability: Name})
+	art, err := s.st.PutArtifact(ctx, s.tid, memory.PutArtifactParams{Name: a.Name, Type: a.Type, Content: a.Content, Capability: memory.SearchCapability})
 	return art.Ref, err
 }
 
@@ -135,7 +137,7 @@ func TestCapabilityResultsNotReindexed(t *testing.T) {
 	ctx := context.Background()
 	tid := newThread(t, st)
 	put(t, st, tid, "a.md", "markdown", "zebra crossing")
-	_, h := Capability(st.ReadDB())
+	_, h := search.Capability(st)
 	for range 2 {
 		res, err := h(ctx, &plugin.InvokeRequest{ThreadID: tid, Args: json.RawMessage(`{"query":"zebra","limit":5}`), Artifacts: storeArtifacts{st, tid}})
 		if err != nil {
@@ -160,7 +162,7 @@ func FuzzBuildMatch(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(Schema); err != nil {
+	if _, err := db.Exec(searchSchema); err != nil {
 		f.Fatal(err)
 	}
 	if _, err := db.Exec(`INSERT INTO artifact_fts(name, body, ty, ref, thread_id, type) VALUES ('n','hello relay world','text','r','t','text')`); err != nil {
@@ -195,13 +197,13 @@ func TestRankingCapKeepsNewest(t *testing.T) {
 	for i := range 4 {
 		put(t, st, tid, fmt.Sprintf("new%d.md", i), "tool_output", fmt.Sprintf("kiwi and other words %d", i))
 	}
-	hits, err := Search(ctx, st.ReadDB(), tid, Query{Query: "kiwi"})
+	hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "kiwi"})
 	if err != nil || len(hits) != 5 || hits[0].Name != "old.md" {
 		t.Fatalf("uncapped: %v %v", refs(hits), err)
 	}
 	defer func(n int) { MaxRanked = n }(MaxRanked)
 	MaxRanked = 3
-	hits, err = Search(ctx, st.ReadDB(), tid, Query{Query: "kiwi"})
+	hits, err = st.Search(ctx, tid, memory.SearchQuery{Query: "kiwi"})
 	if err != nil || len(hits) != 3 {
 		t.Fatalf("capped: %v %v", refs(hits), err)
 	}
@@ -210,7 +212,7 @@ func TestRankingCapKeepsNewest(t *testing.T) {
 			t.Fatalf("capped ranking included an old match: %v", refs(hits))
 		}
 	}
-	hits, err = Search(ctx, st.ReadDB(), tid, Query{Query: "kiwi", Types: []string{"tool_output"}})
+	hits, err = st.Search(ctx, tid, memory.SearchQuery{Query: "kiwi", Types: []string{"tool_output"}})
 	if err != nil || len(hits) != 3 || hits[0].Type != "tool_output" {
 		t.Fatalf("type filter: %v %v", refs(hits), err)
 	}
@@ -224,19 +226,19 @@ func TestMigrationReindexes(t *testing.T) {
 	put(t, st, b, "b1.md", "markdown", "zebra two")
 	put(t, st, a, "a2.html", "html", "<p>zebra three</p>")
 	// Re-running the migration rebuilds the index from the stored artifacts.
-	if err := st.WriteTx(ctx, func(tx *sql.Tx) error { _, err := tx.Exec(migration); return err }); err != nil {
+	if err := st.WriteTx(ctx, func(tx *sql.Tx) error { _, err := tx.Exec(searchMigration); return err }); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := Search(ctx, st.ReadDB(), a, Query{Query: "zebra"})
+	hits, err := st.Search(ctx, a, memory.SearchQuery{Query: "zebra"})
 	if err != nil || len(hits) != 2 {
 		t.Fatalf("after reindex: %v %v", refs(hits), err)
 	}
 	put(t, st, a, "a3.md", "markdown", "zebra four")
-	hits, err = Search(ctx, st.ReadDB(), a, Query{Query: "zebra"})
+	hits, err = st.Search(ctx, a, memory.SearchQuery{Query: "zebra"})
 	if err != nil || len(hits) != 3 {
 		t.Fatalf("put after reindex: %v %v", refs(hits), err)
 	}
-	if hits, _ := Search(ctx, st.ReadDB(), b, Query{Query: "zebra"}); len(hits) != 1 || hits[0].Name != "b1.md" {
+	if hits, _ := st.Search(ctx, b, memory.SearchQuery{Query: "zebra"}); len(hits) != 1 || hits[0].Name != "b1.md" {
 		t.Fatalf("thread b: %v", refs(hits))
 	}
 }
@@ -245,7 +247,7 @@ func TestCacheScopeFollowsIndex(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
 	tid := newThread(t, st)
-	c, _ := Capability(st.ReadDB())
+	c, _ := search.Capability(st)
 	scope := func() string {
 		t.Helper()
 		s, err := c.CacheScope(ctx, tid)
@@ -277,7 +279,7 @@ func TestSearchScoreAndBoldSnippet(t *testing.T) {
 	ctx := context.Background()
 	tid := newThread(t, st)
 	put(t, st, tid, "notes.md", "markdown", "# Notes\nThe daemon **stores** state, and relay stores artifacts. **Fast relay** here.")
-	hits, err := Search(ctx, st.ReadDB(), tid, Query{Query: "stores"})
+	hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "stores"})
 	if err != nil || len(hits) != 1 {
 		t.Fatal(hits, err)
 	}
@@ -287,7 +289,7 @@ func TestSearchScoreAndBoldSnippet(t *testing.T) {
 	if want := "The daemon **stores** state, and relay **stores** artifacts."; !strings.Contains(hits[0].Snippet, want) {
 		t.Errorf("snippet %q, want it to contain %q", hits[0].Snippet, want)
 	}
-	hits, err = Search(ctx, st.ReadDB(), tid, Query{Query: "relay"})
+	hits, err = st.Search(ctx, tid, memory.SearchQuery{Query: "relay"})
 	if err != nil || len(hits) != 1 {
 		t.Fatal(hits, err)
 	}

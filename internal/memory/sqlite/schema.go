@@ -1,6 +1,6 @@
-package memory
+package sqlite
 
-// coreSchema is the store's own DDL; other layers add tables with RegisterMigration.
+// coreSchema is the DDL of threads, state, artifacts and events.
 const coreSchema = `
 CREATE TABLE threads (
   id             TEXT PRIMARY KEY,
@@ -68,3 +68,15 @@ CREATE TABLE events (
 );
 CREATE INDEX events_thread ON events(thread_id, id);
 `
+
+// migration is DDL applied once, tracked by name in schema_migrations.
+type migration struct{ name, sql string }
+
+// migrations run in this order at open; a name, once shipped, never changes meaning (a
+// database that applied it skips it), so a new layout is a new migration.
+var migrations = []migration{
+	{"0001_core", coreSchema},
+	{"0100_capability_cache_calls", capabilitySchema},
+	{"0111_search_fts_rowid_threads", searchMigration},
+	{"0120_a2a", hopSchema},
+}

@@ -2,13 +2,14 @@ package memory
 
 import "sync"
 
-// broker wakes SSE followers of a thread; wake-ups coalesce, followers re-read from the store.
-type broker struct {
+// Broker wakes SSE followers of a thread; wake-ups coalesce, followers re-read from the store.
+type Broker struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 }
 
-func (b *broker) subscribe(threadID string) (<-chan struct{}, func()) {
+// Subscribe returns a channel that receives a (coalesced) value after each Notify of the thread.
+func (b *Broker) Subscribe(threadID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	b.mu.Lock()
 	if b.subs == nil {
@@ -34,7 +35,8 @@ func (b *broker) subscribe(threadID string) (<-chan struct{}, func()) {
 	}
 }
 
-func (b *broker) notify(threadID string) {
+// Notify wakes every subscriber of the thread without blocking.
+func (b *Broker) Notify(threadID string) {
 	b.mu.Lock()
 	for ch := range b.subs[threadID] {
 		select {

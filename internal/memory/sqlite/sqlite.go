@@ -1,4 +1,8 @@
-package memory
+// Package sqlite is the embedded memory store: memory.Store on SQLite (modernc.org/sqlite,
+// pure Go, WAL, synchronous=FULL by default, FTS5 for search). It is the source of truth;
+// a human-readable mirror under $RELAY_HOME/threads/<id>/ is written after each commit and
+// never read back.
+package sqlite
 
 import (
 	"bytes"
@@ -17,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/relaydev/relay/internal/memory"
 
 	"github.com/google/uuid"
 	"github.com/relaydev/relay/internal/memory/jsonpatch"
@@ -41,9 +47,8 @@ type SQLite struct {
 	home     string
 	path     string
 	w, r, ck *sql.DB // writer, readers, checkpointer
-	hooks    []ArtifactHook
 	mirror   *mirror
-	broker   broker
+	broker   memory.Broker
 	now      func() time.Time
 
 	wmu   sync.Mutex // held by the writer running a batch (batch.go)
@@ -73,7 +78,7 @@ type cached struct {
 	st        *statedoc.State
 	size      int // upper bound of len(JSON), exact when it was encoded at creation
 	sinceSnap int // versions since the last stored snapshot
-	metrics   Metrics
+	metrics   memory.Metrics
 	header    atomic.Pointer[builtHeader]
 	used      atomic.Int64 // cacheTick at the last use
 	puts      atomic.Int64 // artifacts stored since this entry: a header built before is stale
@@ -81,12 +86,12 @@ type cached struct {
 
 // builtHeader is a header and the artifact-put count of its entry when it was built.
 type builtHeader struct {
-	Header
+	memory.Header
 	puts int64
 }
 
 // newCached wraps a parsed state whose JSON is doc (nil: not encoded yet, size is a bound).
-func newCached(version int, st *statedoc.State, doc []byte, size, sinceSnap int, m Metrics) *cached {
+func newCached(version int, st *statedoc.State, doc []byte, size, sinceSnap int, m memory.Metrics) *cached {
 	if doc != nil {
 		size = len(doc)
 	}
@@ -169,12 +174,11 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	if now == nil {
 		now = time.Now
 	}
-	migs, hooks := registered()
-	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, hooks: hooks, now: now,
+	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now,
 		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, "threads")),
 		stmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
-	if err := s.migrate(migs); err != nil {
+	if err := s.migrate(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -192,13 +196,12 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	return s, nil
 }
 
-func (s *SQLite) migrate(extra []migration) error {
+func (s *SQLite) migrate() error {
 	ctx := context.Background()
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
 		return fmt.Errorf("open store %s: %w (is it a relay database? move it away and retry)", s.path, err)
 	}
-	all := append([]migration{{"0001_core", coreSchema}}, extra...)
-	for _, m := range all {
+	for _, m := range migrations {
 		err := s.WriteTx(ctx, func(tx *sql.Tx) error {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, m.name).Scan(&n); err != nil || n > 0 {
@@ -223,8 +226,10 @@ func (s *SQLite) Path() string { return s.path }
 // ReadDB returns the read-only connection pool.
 func (s *SQLite) ReadDB() *sql.DB { return s.r }
 
-// MirrorErr returns the last error writing the human-readable mirror, or "".
-func (s *SQLite) MirrorErr() string { return s.mirror.Err() }
+// Describe implements memory.Store.
+func (s *SQLite) Describe() memory.StoreInfo {
+	return memory.StoreInfo{Backend: "sqlite", Location: s.path, MirrorError: s.mirror.Err()}
+}
 
 // WriteTx runs fn in a transaction on the single writer connection (it may share the
 // transaction with other writes; fn's changes commit or roll back as a unit). fn must not
@@ -265,45 +270,47 @@ func (s *SQLite) Close() error {
 }
 
 // stamp is the current time truncated to milliseconds, so replayed versions stamp the same text.
-func (s *SQLite) stamp() Time { return Time{s.now().UTC().Truncate(time.Millisecond)} }
+func (s *SQLite) stamp() memory.Time {
+	return memory.Time{Time: s.now().UTC().Truncate(time.Millisecond)}
+}
 
 func checkThreadID(id string) error {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return badRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
+		return memory.BadRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
 	}
 	return nil
 }
 
-func (s *SQLite) insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at Time, data []byte) (Event, error) {
+func (s *SQLite) insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at memory.Time, data []byte) (memory.Event, error) {
 	res, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, threadID, typ, at.String(), data)
 	if err != nil {
-		return Event{}, err
+		return memory.Event{}, err
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return Event{}, err
+		return memory.Event{}, err
 	}
 	_, err = s.exec(ctx, tx, `UPDATE threads SET event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ?`, id, at.String(), threadID)
-	return Event{ID: id, ThreadID: threadID, Type: typ, At: at, Data: data}, err
+	return memory.Event{ID: id, ThreadID: threadID, Type: typ, At: at, Data: data}, err
 }
 
 // CreateThread implements Store.
-func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread, error) {
-	if len([]rune(p.Name)) > MaxNameLen {
-		return Thread{}, badRequest("thread name is longer than %d characters; use a shorter --name", MaxNameLen)
+func (s *SQLite) CreateThread(ctx context.Context, p memory.CreateThreadParams) (memory.Thread, error) {
+	if len([]rune(p.Name)) > memory.MaxNameLen {
+		return memory.Thread{}, memory.BadRequest("thread name is longer than %d characters; use a shorter --name", memory.MaxNameLen)
 	}
 	id := uuid.NewString()
 	doc := statedoc.New(id)
 	if doc == nil {
-		return Thread{}, errors.New("statedoc.New returned no document")
+		return memory.Thread{}, errors.New("statedoc.New returned no document")
 	}
 	st, err := statedoc.Parse(doc)
 	if err != nil {
-		return Thread{}, fmt.Errorf("create thread: new state: %w", err)
+		return memory.Thread{}, fmt.Errorf("create thread: new state: %w", err)
 	}
 	data, _ := json.Marshal(map[string]string{"name": p.Name})
-	var at Time
-	var ev Event
+	var at memory.Time
+	var ev memory.Event
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		at = s.stamp()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1)`, id, p.Name, at.String(), at.String()); err != nil {
@@ -313,25 +320,25 @@ func (s *SQLite) CreateThread(ctx context.Context, p CreateThreadParams) (Thread
 			return nil, err
 		}
 		var err error
-		if ev, err = s.insertEvent(ctx, tx, id, EventThreadCreated, at, data); err != nil {
+		if ev, err = s.insertEvent(ctx, tx, id, memory.EventThreadCreated, at, data); err != nil {
 			return nil, err
 		}
 		if _, err = tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, 1, '[]', '', ?, ?)`, id, at.String(), ev.ID); err != nil {
 			return nil, err
 		}
-		c := newCached(1, st, nil, len(doc), 0, Metrics{})
+		c := newCached(1, st, nil, len(doc), 0, memory.Metrics{})
 		b.pending[id] = c
 		return func() {
 			s.setCache(id, c)
 			s.mirror.event(ev)
 			s.mirrorState(id)
-			s.broker.notify(id)
+			s.broker.Notify(id)
 		}, nil
 	})
 	if err != nil {
-		return Thread{}, fmt.Errorf("create thread: %w", err)
+		return memory.Thread{}, fmt.Errorf("create thread: %w", err)
 	}
-	return Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: StateRef(1),
+	return memory.Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: memory.StateRef(1),
 		EventCount: 1, LastEventID: ev.ID}, nil
 }
 
@@ -360,16 +367,16 @@ const threadCols = `id, name, created_at, updated_at, version, artifact_count, e
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanThread(r scanner) (Thread, error) {
-	var t Thread
+func scanThread(r scanner) (memory.Thread, error) {
+	var t memory.Thread
 	var created, updated string
 	err := r.Scan(&t.ID, &t.Name, &created, &updated, &t.Version, &t.ArtifactCount, &t.EventCount, &t.LastEventID, &t.Metrics.CacheHits, &t.Metrics.TokensAvoided)
-	t.CreatedAt, t.UpdatedAt, t.StateRef = parseTime(created), parseTime(updated), StateRef(t.Version)
+	t.CreatedAt, t.UpdatedAt, t.StateRef = memory.ParseTime(created), memory.ParseTime(updated), memory.StateRef(t.Version)
 	return t, err
 }
 
 // ListThreads implements Store.
-func (s *SQLite) ListThreads(ctx context.Context, limit int) ([]Thread, error) {
+func (s *SQLite) ListThreads(ctx context.Context, limit int) ([]memory.Thread, error) {
 	if limit <= 0 {
 		limit = 50
 	}
@@ -378,7 +385,7 @@ func (s *SQLite) ListThreads(ctx context.Context, limit int) ([]Thread, error) {
 		return nil, fmt.Errorf("list threads: %w", err)
 	}
 	defer rows.Close()
-	out := []Thread{}
+	out := []memory.Thread{}
 	for rows.Next() {
 		t, err := scanThread(rows)
 		if err != nil {
@@ -390,16 +397,16 @@ func (s *SQLite) ListThreads(ctx context.Context, limit int) ([]Thread, error) {
 }
 
 // GetThread implements Store.
-func (s *SQLite) GetThread(ctx context.Context, id string) (Thread, error) {
+func (s *SQLite) GetThread(ctx context.Context, id string) (memory.Thread, error) {
 	if err := checkThreadID(id); err != nil {
-		return Thread{}, err
+		return memory.Thread{}, err
 	}
 	t, err := scanThread(s.r.QueryRowContext(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Thread{}, &NotFoundError{What: "thread", ID: id}
+		return memory.Thread{}, &memory.NotFoundError{What: "thread", ID: id}
 	}
 	if err != nil {
-		return Thread{}, fmt.Errorf("read thread %s: %w", id, err)
+		return memory.Thread{}, fmt.Errorf("read thread %s: %w", id, err)
 	}
 	return t, nil
 }
@@ -461,10 +468,10 @@ func (s *SQLite) latest(ctx context.Context, id string) (*cached, error) {
 // transaction so uncommitted changes of the batch count).
 func (s *SQLite) load(ctx context.Context, q querier, id string) (*cached, error) {
 	var version int
-	var m Metrics
+	var m memory.Metrics
 	err := q.QueryRowContext(ctx, `SELECT version, cache_hits, tokens_avoided FROM threads WHERE id = ?`, id).Scan(&version, &m.CacheHits, &m.TokensAvoided)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, &NotFoundError{What: "thread", ID: id}
+		return nil, &memory.NotFoundError{What: "thread", ID: id}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read thread %s: %w", id, err)
@@ -505,7 +512,7 @@ func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *
 		if ver != next {
 			return nil, nil, 0, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
 		}
-		if st, err = st.Patch(patch, ver, parseTime(at).Time); err != nil {
+		if st, err = st.Patch(patch, ver, memory.ParseTime(at).Time); err != nil {
 			return nil, nil, 0, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
 		}
 		next++
@@ -520,38 +527,38 @@ func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *
 }
 
 // State implements Store.
-func (s *SQLite) State(ctx context.Context, id string, version int) (State, error) {
+func (s *SQLite) State(ctx context.Context, id string, version int) (memory.State, error) {
 	c, err := s.latest(ctx, id)
 	if err != nil {
-		return State{}, err
+		return memory.State{}, err
 	}
 	if version == 0 || version == c.version {
 		doc, err := c.json()
 		if err != nil {
-			return State{}, fmt.Errorf("encode state of thread %s: %w", id, err)
+			return memory.State{}, fmt.Errorf("encode state of thread %s: %w", id, err)
 		}
-		return State{ThreadID: id, Version: c.version, Doc: doc}, nil
+		return memory.State{ThreadID: id, Version: c.version, Doc: doc}, nil
 	}
 	if version < 0 || version > c.version {
-		return State{}, &NotFoundError{What: "version", ID: fmt.Sprintf("%s of thread %s (latest is %s)", StateRef(version), id, StateRef(c.version))}
+		return memory.State{}, &memory.NotFoundError{What: "version", ID: fmt.Sprintf("%s of thread %s (latest is %s)", memory.StateRef(version), id, memory.StateRef(c.version))}
 	}
 	st, doc, _, err := s.rebuild(ctx, s.r, id, version)
 	if err != nil {
-		return State{}, err
+		return memory.State{}, err
 	}
 	if doc == nil {
 		if doc, err = st.JSON(); err != nil {
-			return State{}, fmt.Errorf("encode state of thread %s: %w", id, err)
+			return memory.State{}, fmt.Errorf("encode state of thread %s: %w", id, err)
 		}
 	}
-	return State{ThreadID: id, Version: version, Doc: doc}, nil
+	return memory.State{ThreadID: id, Version: version, Doc: doc}, nil
 }
 
 // Header implements Store.
-func (s *SQLite) Header(ctx context.Context, id string) (Header, error) {
+func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 	c, err := s.latest(ctx, id)
 	if err != nil {
-		return Header{}, err
+		return memory.Header{}, err
 	}
 	// Read before the artifacts: a put committed meanwhile makes this header stale, never
 	// leaves a stale one looking current.
@@ -561,13 +568,13 @@ func (s *SQLite) Header(ctx context.Context, id string) (Header, error) {
 	}
 	recent, err := s.recentArtifacts(ctx, id)
 	if err != nil {
-		return Header{}, err
+		return memory.Header{}, err
 	}
 	b, t, err := c.st.HeaderWithArtifacts(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided}, recent)
 	if err != nil {
-		return Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
+		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
-	h := &builtHeader{Header: Header{Version: c.version, JSON: b, Truncated: t}, puts: puts}
+	h := &builtHeader{Header: memory.Header{Version: c.version, JSON: b, Truncated: t}, puts: puts}
 	c.header.Store(h)
 	return h.Header, nil
 }
@@ -600,22 +607,22 @@ func patchError(err error) error {
 		if pe.Kind == jsonpatch.KindTestFailed {
 			code = "test_failed"
 		}
-		return &InvalidError{Code: code, Msg: "cannot apply patch: " + pe.Error(), Op: pe.Op, Path: pe.Path, Err: err}
+		return &memory.InvalidError{Code: code, Msg: "cannot apply patch: " + pe.Error(), Op: pe.Op, Path: pe.Path, Err: err}
 	}
-	return &InvalidError{Code: "invalid_state", Msg: "patch refused: " + err.Error(), Op: -1, Err: err}
+	return &memory.InvalidError{Code: "invalid_state", Msg: "patch refused: " + err.Error(), Op: -1, Err: err}
 }
 
 // PatchState implements Store.
-func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (PatchResult, error) {
+func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (memory.PatchResult, error) {
 	if err := checkThreadID(id); err != nil {
-		return PatchResult{}, err
+		return memory.PatchResult{}, err
 	}
 	var ops []json.RawMessage
 	if err := json.Unmarshal(patch, &ops); err != nil {
-		return PatchResult{}, &InvalidError{Code: "invalid_patch", Msg: "patch must be a JSON array of operations: " + err.Error(), Op: -1, Err: err}
+		return memory.PatchResult{}, &memory.InvalidError{Code: "invalid_patch", Msg: "patch must be a JSON array of operations: " + err.Error(), Op: -1, Err: err}
 	}
-	if len([]rune(author)) > MaxNameLen {
-		return PatchResult{}, badRequest("author is longer than %d characters", MaxNameLen)
+	if len([]rune(author)) > memory.MaxNameLen {
+		return memory.PatchResult{}, memory.BadRequest("author is longer than %d characters", memory.MaxNameLen)
 	}
 	// A version the cache already knows is stale is refused without queuing for the writer.
 	if expected > 0 {
@@ -623,7 +630,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		c := s.cache[id]
 		s.cmu.RUnlock()
 		if c != nil && c.version > expected {
-			return PatchResult{}, &ConflictError{Expected: expected, Current: c.version}
+			return memory.PatchResult{}, &memory.ConflictError{Expected: expected, Current: c.version}
 		}
 	}
 	var cb bytes.Buffer
@@ -631,14 +638,14 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 	if json.Compact(&cb, patch) == nil {
 		compact = cb.Bytes()
 	}
-	var res PatchResult
+	var res memory.PatchResult
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		cur, err := s.latestForWrite(ctx, tx, b, id)
 		if err != nil {
 			return nil, err
 		}
 		if expected > 0 && expected != cur.version {
-			return nil, &ConflictError{Expected: expected, Current: cur.version}
+			return nil, &memory.ConflictError{Expected: expected, Current: cur.version}
 		}
 		v := cur.version + 1
 		at := s.stamp()
@@ -650,18 +657,18 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		var doc []byte
 		size := sizeBound(cur.size, patch, len(ops))
 		snap := cur.sinceSnap+1 >= snapshotEvery || size < 0 || (cur.sinceSnap+1)*size >= snapshotBytes
-		if snap || size > MaxStateBytes {
+		if snap || size > memory.MaxStateBytes {
 			if doc, err = st.JSON(); err != nil {
 				return nil, patchError(err)
 			}
 			size = len(doc)
 			snap = cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*size >= snapshotBytes
 		}
-		if size > MaxStateBytes {
-			return nil, &TooLargeError{What: "the patched state", Limit: MaxStateBytes}
+		if size > memory.MaxStateBytes {
+			return nil, &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
 		}
-		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": StateRef(v), "ops": len(ops), "author": author})
-		r, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, EventStatePatched, at.String(), data)
+		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": len(ops), "author": author})
+		r, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, memory.EventStatePatched, at.String(), data)
 		if err != nil {
 			return nil, err
 		}
@@ -669,7 +676,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		if err != nil {
 			return nil, err
 		}
-		ev := Event{ID: evID, ThreadID: id, Type: EventStatePatched, At: at, Data: data}
+		ev := memory.Event{ID: evID, ThreadID: id, Type: memory.EventStatePatched, At: at, Data: data}
 		if _, err := s.exec(ctx, tx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, ?, ?, ?, ?, ?)`, id, v, compact, author, at.String(), ev.ID); err != nil {
 			return nil, err
 		}
@@ -695,28 +702,28 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		}
 		c := newCached(v, st, doc, size, since, cur.metrics)
 		b.pending[id] = c
-		res = PatchResult{ThreadID: id, Version: v, StateRef: StateRef(v), EventID: ev.ID}
+		res = memory.PatchResult{ThreadID: id, Version: v, StateRef: memory.StateRef(v), EventID: ev.ID}
 		return func() {
 			s.setCache(id, c)
 			s.mirror.event(ev)
 			s.mirrorState(id)
-			s.broker.notify(id)
+			s.broker.Notify(id)
 		}, nil
 	})
 	if err != nil {
-		var ce *ConflictError
-		var ie *InvalidError
-		var tl *TooLargeError
-		if errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &tl) || IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
-			return PatchResult{}, err
+		var ce *memory.ConflictError
+		var ie *memory.InvalidError
+		var tl *memory.TooLargeError
+		if errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &tl) || memory.IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
+			return memory.PatchResult{}, err
 		}
-		return PatchResult{}, fmt.Errorf("store patch of thread %s: %w", id, err)
+		return memory.PatchResult{}, fmt.Errorf("store patch of thread %s: %w", id, err)
 	}
 	return res, nil
 }
 
 // Versions implements Store.
-func (s *SQLite) Versions(ctx context.Context, id string, after, limit int) ([]Version, error) {
+func (s *SQLite) Versions(ctx context.Context, id string, after, limit int) ([]memory.Version, error) {
 	if _, err := s.latest(ctx, id); err != nil {
 		return nil, err
 	}
@@ -728,63 +735,63 @@ func (s *SQLite) Versions(ctx context.Context, id string, after, limit int) ([]V
 		return nil, fmt.Errorf("list versions of thread %s: %w", id, err)
 	}
 	defer rows.Close()
-	out := []Version{}
+	out := []memory.Version{}
 	for rows.Next() {
-		var v Version
+		var v memory.Version
 		var at string
 		var patch []byte
 		if err := rows.Scan(&v.Version, &patch, &v.Author, &at, &v.EventID); err != nil {
 			return nil, err
 		}
-		v.Patch, v.CreatedAt, v.StateRef = patch, parseTime(at), StateRef(v.Version)
+		v.Patch, v.CreatedAt, v.StateRef = patch, memory.ParseTime(at), memory.StateRef(v.Version)
 		out = append(out, v)
 	}
 	return out, rows.Err()
 }
 
 // PutArtifact implements Store.
-func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams) (Artifact, error) {
+func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifactParams) (memory.Artifact, error) {
 	if err := checkThreadID(id); err != nil {
-		return Artifact{}, err
+		return memory.Artifact{}, err
 	}
-	if len(p.Content) > MaxArtifactSize {
-		return Artifact{}, &TooLargeError{What: "the artifact", Limit: MaxArtifactSize}
+	if len(p.Content) > memory.MaxArtifactSize {
+		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: memory.MaxArtifactSize}
 	}
-	if len([]rune(p.Name)) > MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
-		return Artifact{}, badRequest("artifact name must be at most %d characters on one line", MaxNameLen)
+	if len([]rune(p.Name)) > memory.MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
+		return memory.Artifact{}, memory.BadRequest("artifact name must be at most %d characters on one line", memory.MaxNameLen)
 	}
-	if len([]rune(p.CreatedBy)) > MaxNameLen || len([]rune(p.Capability)) > MaxNameLen {
-		return Artifact{}, badRequest("created_by and capability must be at most %d characters", MaxNameLen)
+	if len([]rune(p.CreatedBy)) > memory.MaxNameLen || len([]rune(p.Capability)) > memory.MaxNameLen {
+		return memory.Artifact{}, memory.BadRequest("created_by and capability must be at most %d characters", memory.MaxNameLen)
 	}
 	typ := p.Type
 	if typ == "" {
-		typ = DetectType(p.Name, p.Content)
-	} else if !ValidType(typ) {
-		return Artifact{}, badRequest("unknown artifact type %q; use one of %s", typ, strings.Join(ArtifactTypes, ", "))
+		typ = memory.DetectType(p.Name, p.Content)
+	} else if !memory.ValidType(typ) {
+		return memory.Artifact{}, memory.BadRequest("unknown artifact type %q; use one of %s", typ, strings.Join(memory.ArtifactTypes, ", "))
 	}
 	refs := p.SourceRefs
 	if refs == nil {
 		refs = []string{}
 	}
 	for _, r := range refs {
-		if !ValidRef(r) {
-			return Artifact{}, badRequest("source ref %q is not an artifact ref", r)
+		if !memory.ValidRef(r) {
+			return memory.Artifact{}, memory.BadRequest("source ref %q is not an artifact ref", r)
 		}
 	}
 	sum := sha256.Sum256(p.Content)
-	a := Artifact{ThreadID: id, Type: typ, Mime: MimeFor(typ, p.Content), Name: p.Name, Size: int64(len(p.Content)),
-		Hash: hex.EncodeToString(sum[:]), Preview: MakePreview(typ, p.Content),
-		Provenance: Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
+	a := memory.Artifact{ThreadID: id, Type: typ, Mime: memory.MimeFor(typ, p.Content), Name: p.Name, Size: int64(len(p.Content)),
+		Hash: hex.EncodeToString(sum[:]), Preview: memory.MakePreview(typ, p.Content),
+		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
 	srcRefs, _ := json.Marshal(refs)
 
-	var out Artifact
+	var out memory.Artifact
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		var exists int
 		if err := s.queryRow(ctx, tx, sqlThreadExists, id).Scan(&exists); err != nil {
 			return nil, fmt.Errorf("read thread %s: %w", id, err)
 		}
 		if exists == 0 {
-			return nil, &NotFoundError{What: "thread", ID: id}
+			return nil, &memory.NotFoundError{What: "thread", ID: id}
 		}
 		if old, err := scanArtifact(s.queryRow(ctx, tx, sqlArtifactByHash, id, a.Hash)); err == nil {
 			old.Deduplicated = true
@@ -795,7 +802,7 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 		}
 		a := a
 		at := s.stamp()
-		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = NewRef(at.Time), at, at
+		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = memory.NewRef(at.Time), at, at
 		data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
 		_, err := s.exec(ctx, tx, sqlInsertArtifact,
 			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String())
@@ -808,14 +815,12 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 		if _, err := s.exec(ctx, tx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
 			return nil, err
 		}
-		ev, err := s.insertEvent(ctx, tx, id, EventArtifactStored, at, data)
+		ev, err := s.insertEvent(ctx, tx, id, memory.EventArtifactStored, at, data)
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range s.hooks {
-			if err := h(ctx, tx, a, p.Content); err != nil {
-				return nil, fmt.Errorf("artifact hook: %w", err)
-			}
+		if err := s.index(ctx, tx, a, p.Content); err != nil {
+			return nil, err
 		}
 		out = a
 		return func() {
@@ -826,22 +831,22 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p PutArtifactParams
 			s.cmu.RUnlock()
 			s.mirror.artifact(a, p.Content)
 			s.mirror.event(ev)
-			s.broker.notify(id)
+			s.broker.Notify(id)
 		}, nil
 	})
 	if err != nil {
-		if IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
-			return Artifact{}, err
+		if memory.IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
+			return memory.Artifact{}, err
 		}
-		return Artifact{}, fmt.Errorf("store artifact in thread %s: %w", id, err)
+		return memory.Artifact{}, fmt.Errorf("store artifact in thread %s: %w", id, err)
 	}
 	return out, nil
 }
 
 const artifactCols = `ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at`
 
-func scanArtifact(r scanner) (Artifact, error) {
-	var a Artifact
+func scanArtifact(r scanner) (memory.Artifact, error) {
+	var a memory.Artifact
 	var refs, at string
 	err := r.Scan(&a.Ref, &a.ThreadID, &a.Type, &a.Mime, &a.Name, &a.Size, &a.Hash, &a.Preview.Text, &a.Preview.LineCount, &a.Preview.Truncated,
 		&a.Provenance.CreatedBy, &a.Provenance.Capability, &refs, &at)
@@ -849,7 +854,7 @@ func scanArtifact(r scanner) (Artifact, error) {
 		return a, err
 	}
 	a.Preview.Size = a.Size
-	a.CreatedAt = parseTime(at)
+	a.CreatedAt = memory.ParseTime(at)
 	a.Provenance.CreatedAt = a.CreatedAt
 	if json.Unmarshal([]byte(refs), &a.Provenance.SourceRefs) != nil || a.Provenance.SourceRefs == nil {
 		a.Provenance.SourceRefs = []string{}
@@ -866,31 +871,31 @@ func (s *SQLite) threadExists(ctx context.Context, id string) error {
 		return fmt.Errorf("read thread %s: %w", id, err)
 	}
 	if n == 0 {
-		return &NotFoundError{What: "thread", ID: id}
+		return &memory.NotFoundError{What: "thread", ID: id}
 	}
 	return nil
 }
 
 // GetArtifact implements Store.
-func (s *SQLite) GetArtifact(ctx context.Context, id, ref string) (Artifact, error) {
+func (s *SQLite) GetArtifact(ctx context.Context, id, ref string) (memory.Artifact, error) {
 	if err := s.threadExists(ctx, id); err != nil {
-		return Artifact{}, err
+		return memory.Artifact{}, err
 	}
-	if !ValidRef(ref) {
-		return Artifact{}, badRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
+	if !memory.ValidRef(ref) {
+		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
 	}
 	a, err := scanArtifact(s.r.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Artifact{}, &NotFoundError{What: "artifact", ID: ref}
+		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
 	}
 	if err != nil {
-		return Artifact{}, fmt.Errorf("read artifact %s: %w", ref, err)
+		return memory.Artifact{}, fmt.Errorf("read artifact %s: %w", ref, err)
 	}
 	return a, nil
 }
 
 // ArtifactContent implements Store.
-func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (Artifact, []byte, error) {
+func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (memory.Artifact, []byte, error) {
 	a, err := s.GetArtifact(ctx, id, ref)
 	if err != nil {
 		return a, nil, err
@@ -903,15 +908,15 @@ func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (Artifact,
 }
 
 // ListArtifacts implements Store.
-func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt ListArtifactsOptions) ([]Artifact, error) {
+func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt memory.ListArtifactsOptions) ([]memory.Artifact, error) {
 	if err := s.threadExists(ctx, id); err != nil {
 		return nil, err
 	}
-	if opt.Type != "" && !ValidType(opt.Type) {
-		return nil, badRequest("unknown artifact type %q; use one of %s", opt.Type, strings.Join(ArtifactTypes, ", "))
+	if opt.Type != "" && !memory.ValidType(opt.Type) {
+		return nil, memory.BadRequest("unknown artifact type %q; use one of %s", opt.Type, strings.Join(memory.ArtifactTypes, ", "))
 	}
-	if opt.After != "" && !ValidRef(opt.After) {
-		return nil, badRequest("after=%q is not an artifact ref", opt.After)
+	if opt.After != "" && !memory.ValidRef(opt.After) {
+		return nil, memory.BadRequest("after=%q is not an artifact ref", opt.After)
 	}
 	if opt.Limit <= 0 {
 		opt.Limit = 100
@@ -922,7 +927,7 @@ func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt ListArtifacts
 		return nil, fmt.Errorf("list artifacts: %w", err)
 	}
 	defer rows.Close()
-	out := []Artifact{}
+	out := []memory.Artifact{}
 	for rows.Next() {
 		a, err := scanArtifact(rows)
 		if err != nil {
@@ -934,12 +939,12 @@ func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt ListArtifacts
 }
 
 // AppendEvent implements Store.
-func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (Event, error) {
+func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (memory.Event, error) {
 	if err := checkThreadID(id); err != nil {
-		return Event{}, err
+		return memory.Event{}, err
 	}
 	if typ == "" || len(typ) > 100 {
-		return Event{}, badRequest("event type must be 1..100 characters")
+		return memory.Event{}, memory.BadRequest("event type must be 1..100 characters")
 	}
 	var b []byte
 	switch d := data.(type) {
@@ -950,23 +955,23 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (Eve
 	default:
 		var err error
 		if b, err = json.Marshal(data); err != nil {
-			return Event{}, fmt.Errorf("encode event data: %w", err)
+			return memory.Event{}, fmt.Errorf("encode event data: %w", err)
 		}
 	}
 	if len(b) == 0 {
 		b = []byte("{}")
 	}
 	if !json.Valid(b) {
-		return Event{}, badRequest("event data is not valid JSON")
+		return memory.Event{}, memory.BadRequest("event data is not valid JSON")
 	}
-	var ev Event
+	var ev memory.Event
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, bt *batch) (func(), error) {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
 			return nil, err
 		}
 		if n == 0 {
-			return nil, &NotFoundError{What: "thread", ID: id}
+			return nil, &memory.NotFoundError{What: "thread", ID: id}
 		}
 		e, err := s.insertEvent(ctx, tx, id, typ, s.stamp(), b)
 		if err != nil {
@@ -975,20 +980,20 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (Eve
 		ev = e
 		return func() {
 			s.mirror.event(e)
-			s.broker.notify(id)
+			s.broker.Notify(id)
 		}, nil
 	})
 	if err != nil {
-		if IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
-			return Event{}, err
+		if memory.IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
+			return memory.Event{}, err
 		}
-		return Event{}, fmt.Errorf("append event to thread %s: %w", id, err)
+		return memory.Event{}, fmt.Errorf("append event to thread %s: %w", id, err)
 	}
 	return ev, nil
 }
 
 // Events implements Store.
-func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) ([]Event, error) {
+func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) ([]memory.Event, error) {
 	if err := checkThreadID(id); err != nil {
 		return nil, err
 	}
@@ -1000,15 +1005,15 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	defer rows.Close()
-	out := []Event{}
+	out := []memory.Event{}
 	for rows.Next() {
-		var e Event
+		var e memory.Event
 		var at string
 		var data []byte
 		if err := rows.Scan(&e.ID, &e.Type, &at, &data); err != nil {
 			return nil, err
 		}
-		e.ThreadID, e.At, e.Data = id, parseTime(at), data
+		e.ThreadID, e.At, e.Data = id, memory.ParseTime(at), data
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -1023,19 +1028,19 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 }
 
 // Subscribe implements Store.
-func (s *SQLite) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.subscribe(id) }
+func (s *SQLite) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.Subscribe(id) }
 
 // AddMetrics implements Store.
-func (s *SQLite) AddMetrics(ctx context.Context, id string, m Metrics) error {
+func (s *SQLite) AddMetrics(ctx context.Context, id string, m memory.Metrics) error {
 	if err := checkThreadID(id); err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
-		var cur Metrics
+		var cur memory.Metrics
 		err := tx.QueryRowContext(ctx, `UPDATE threads SET cache_hits = cache_hits + ?, tokens_avoided = tokens_avoided + ? WHERE id = ? RETURNING cache_hits, tokens_avoided`,
 			m.CacheHits, m.TokensAvoided, id).Scan(&cur.CacheHits, &cur.TokensAvoided)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, &NotFoundError{What: "thread", ID: id}
+			return nil, &memory.NotFoundError{What: "thread", ID: id}
 		}
 		if err != nil {
 			return nil, err
@@ -1057,8 +1062,8 @@ func (s *SQLite) AddMetrics(ctx context.Context, id string, m Metrics) error {
 }
 
 // Stats implements Store.
-func (s *SQLite) Stats(ctx context.Context) (StoreStats, error) {
-	st := StoreStats{Path: s.path}
+func (s *SQLite) Stats(ctx context.Context) (memory.StoreStats, error) {
+	st := memory.StoreStats{Path: s.path}
 	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM artifacts), (SELECT coalesce(max(id), 0) FROM events)`).Scan(&st.Threads, &st.Artifacts, &st.Events)
 	if err != nil {
 		return st, fmt.Errorf("read store stats: %w", err)
@@ -1095,7 +1100,7 @@ func (s *SQLite) Check(ctx context.Context) error {
 	return nil
 }
 
-var _ Store = (*SQLite)(nil)
+var _ memory.Store = (*SQLite)(nil)
 
 // QuickCheck opens home's store read-only (safe while the daemon runs) and runs
 // PRAGMA quick_check. A missing store is an fs.ErrNotExist error.

@@ -1,4 +1,4 @@
-package memory
+package sqlite
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // mirror writes the human-readable copy of the store (threads/<id>/…). It is written after
@@ -121,7 +123,7 @@ func (m *mirror) close() {
 
 // event appends one JSON line to threads/<id>/events.log; callers hold the write lock, so
 // lines are in id order. Recently used logs stay open (appending is then one syscall).
-func (m *mirror) event(e Event) {
+func (m *mirror) event(e memory.Event) {
 	line, err := json.Marshal(e)
 	if err != nil {
 		m.fail(err)
@@ -167,10 +169,10 @@ func (m *mirror) closeLogs() {
 	}
 }
 
-func (m *mirror) artifact(a Artifact, content []byte) {
+func (m *mirror) artifact(a memory.Artifact, content []byte) {
 	// Buffered: a slow disk slows writers down (backpressure) instead of growing memory.
 	// The copy keeps the caller free to reuse its buffer.
-	m.files <- fileJob{filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+ExtFor(a.Type, a.Mime)), bytes.Clone(content)}
+	m.files <- fileJob{filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+memory.ExtFor(a.Type, a.Mime)), bytes.Clone(content)}
 }
 
 // writeFileAtomic writes via a temp file and rename so readers never see half a file.

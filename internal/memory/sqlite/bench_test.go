@@ -1,4 +1,4 @@
-package memory
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // BenchmarkPatchState: one durable (synchronous=FULL) patch on a 50-fact state, no HTTP.
@@ -18,7 +20,7 @@ func BenchmarkPatchState(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			th, _ := s.CreateThread(ctx, CreateThreadParams{})
+			th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
 			var ops []map[string]any
 			for j := 0; j < 50; j++ {
 				ops = append(ops, map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"id": "f" + strconv.Itoa(j), "key": "k", "value": j}})
@@ -47,7 +49,7 @@ func BenchmarkHeader10kFacts(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
 	for i := 0; i < 10000; i += 1000 {
 		var ops []map[string]any
 		for j := i; j < i+1000; j++ {
@@ -71,7 +73,7 @@ func BenchmarkHeader10kFacts(b *testing.B) {
 	})
 	b.Run("uncached", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			s.AddMetrics(ctx, th.ID, Metrics{}) // drops the cached header (and costs one commit)
+			s.AddMetrics(ctx, th.ID, memory.Metrics{}) // drops the cached header (and costs one commit)
 			if _, err := s.Header(ctx, th.ID); err != nil {
 				b.Fatal(err)
 			}
@@ -87,13 +89,13 @@ func BenchmarkPutArtifact100KB(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	th, _ := s.CreateThread(ctx, CreateThreadParams{})
+	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
 	content := make([]byte, 100<<10)
 	b.SetBytes(int64(len(content)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		copy(content, strconv.Itoa(i)+"-") // distinct content, no dedupe
-		if _, err := s.PutArtifact(ctx, th.ID, PutArtifactParams{Type: TypeBinary, Content: content}); err != nil {
+		if _, err := s.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Type: memory.TypeBinary, Content: content}); err != nil {
 			b.Fatal(err)
 		}
 	}

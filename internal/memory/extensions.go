@@ -1,0 +1,179 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// The layers above the core (capabilities, search, agent-to-agent messages, bundles) keep
+// their data in the same store, so every backend implements their storage too and one
+// conformance suite can prove a backend complete. The logic of those layers lives in their
+// own packages and reaches storage only through these interfaces.
+
+// CapabilityStore keeps the capability result cache and the per-thread call log.
+type CapabilityStore interface {
+	// CacheGet returns nil, nil on a miss or an expired entry.
+	CacheGet(ctx context.Context, key string, now time.Time) (*CachedResult, error)
+	// CachePut stores r under key and drops expired entries and the overflow past MaxCacheEntries.
+	CachePut(ctx context.Context, key string, r CachedResult, now time.Time) error
+	RecordCall(ctx context.Context, c CapabilityCall) error
+	Calls(ctx context.Context, threadID string) ([]CapabilityCall, error)
+}
+
+// MaxCacheEntries bounds the capability cache so it cannot grow without limit; the
+// soonest-expiring entries go first.
+const MaxCacheEntries = 10000
+
+// CachedResult is one capability cache entry.
+type CachedResult struct {
+	Capability  string
+	ThreadID    string
+	ArtifactRef string
+	Preview     json.RawMessage
+	ExpiresAt   time.Time
+}
+
+// CapabilityCall is one entry of a thread's capability call log.
+type CapabilityCall struct {
+	ThreadID     string          `json:"thread_id"`
+	Capability   string          `json:"capability"`
+	Args         json.RawMessage `json:"args"`
+	ArtifactRef  string          `json:"artifact_ref"`
+	CacheHit     bool            `json:"cache_hit"`
+	PreviewBytes int             `json:"preview_bytes"`
+	DurationMS   int64           `json:"duration_ms"`
+	At           time.Time       `json:"at"`
+}
+
+// SearchCapability names the built-in search capability; artifacts it stores (its own
+// result lists) are not indexed, so a search never finds earlier searches.
+const SearchCapability = "retrieval.search"
+
+// Searcher is full-text search over a thread's artifacts.
+type Searcher interface {
+	// Search runs q over one thread's artifacts, best first; an empty thread gives no hits.
+	// A query with no searchable words is an *InvalidError.
+	Search(ctx context.Context, threadID string, q SearchQuery) ([]SearchHit, error)
+	// SearchScope changes whenever the thread's index changes, so cached results can be
+	// keyed by it and go stale the moment an artifact is indexed.
+	SearchScope(ctx context.Context, threadID string) (string, error)
+}
+
+// SearchQuery is a search request: words (all must match), "quoted phrases", prefix* and
+// OR between terms; Types keeps only artifacts of those types.
+type SearchQuery struct {
+	Query string
+	Types []string
+	Limit int
+}
+
+// SearchHit is one ranked result; Score is higher for better matches.
+type SearchHit struct {
+	Ref     string  `json:"ref"`
+	Name    string  `json:"name"`
+	Type    string  `json:"type"`
+	Score   float64 `json:"score"`
+	Snippet string  `json:"snippet"`
+}
+
+// Search highlight markers around matched terms in snippets.
+const (
+	HighlightOpen  = "**"
+	HighlightClose = "**"
+)
+
+// HopLedger counts agent-to-agent hops per thread and remembers idempotency keys, so a
+// retried message gets its first answer instead of running twice.
+type HopLedger interface {
+	// ClaimHop counts one hop for the thread, refusing with ErrHopLimit once maxHops are
+	// used; with a key it also records the key as pending, in the same transaction.
+	ClaimHop(ctx context.Context, threadID string, maxHops int, key, msgID string, at time.Time) (hops int, err error)
+	// IdempotentResponse returns the stored response of a finished key, or nil when the
+	// key is unknown or still pending.
+	IdempotentResponse(ctx context.Context, threadID, key string) ([]byte, error)
+	// FinishIdempotent stores the response of a pending key.
+	FinishIdempotent(ctx context.Context, threadID, key string, response []byte) error
+	// ReleaseIdempotent forgets a pending key so a retry runs again.
+	ReleaseIdempotent(ctx context.Context, threadID, key string) error
+	Hops(ctx context.Context, threadID string) (int, error)
+}
+
+// ErrHopLimit is returned by ClaimHop when the thread has used all its hops.
+var ErrHopLimit = errors.New("hop limit reached")
+
+// Dumper moves whole threads in and out of a store, exactly: same refs, hashes, versions,
+// timestamps and event order (export/import bundles, migration between backends).
+type Dumper interface {
+	// ExportThread reads the thread from one consistent snapshot and calls fn with its
+	// records; content reads an artifact's bytes and is valid only during fn.
+	ExportThread(ctx context.Context, threadID string, fn func(d *ThreadDump, content func(ref string) ([]byte, error)) error) error
+	// ImportThread writes d in one transaction, with content holding every artifact's
+	// bytes by ref, and indexes it for search. A thread id or artifact ref already in the
+	// store is an *ExistsError and nothing is written.
+	ImportThread(ctx context.Context, d *ThreadDump, content map[string][]byte) error
+}
+
+// ThreadDump is everything a thread holds, as records; the JSON names are the bundle format.
+type ThreadDump struct {
+	Thread    ThreadRecord
+	Versions  []VersionRecord
+	Snapshots []SnapshotRecord
+	Artifacts []ArtifactRecord
+	Events    []EventRecord
+	Calls     []CapabilityCall
+}
+
+// ThreadRecord is a thread's row.
+type ThreadRecord struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	CreatedAt     string `json:"created_at"`
+	UpdatedAt     string `json:"updated_at"`
+	Version       int    `json:"version"`
+	ArtifactCount int    `json:"artifact_count"`
+	EventCount    int    `json:"event_count"`
+	CacheHits     int64  `json:"cache_hits"`
+	TokensAvoided int64  `json:"tokens_avoided"`
+}
+
+// VersionRecord is one state version: the patch that made it.
+type VersionRecord struct {
+	Version   int             `json:"version"`
+	Patch     json.RawMessage `json:"patch"`
+	Author    string          `json:"author"`
+	CreatedAt string          `json:"created_at"`
+	EventID   int64           `json:"event_id"`
+}
+
+// SnapshotRecord is a full state document stored at a version.
+type SnapshotRecord struct {
+	Version int             `json:"version"`
+	Doc     json.RawMessage `json:"doc"`
+}
+
+// ArtifactRecord is an artifact's metadata row.
+type ArtifactRecord struct {
+	Ref              string `json:"ref"`
+	Type             string `json:"type"`
+	Mime             string `json:"mime"`
+	Name             string `json:"name"`
+	Size             int64  `json:"size"`
+	Hash             string `json:"hash"`
+	PreviewText      string `json:"preview_text"`
+	PreviewLines     int    `json:"preview_lines"`
+	PreviewTruncated bool   `json:"preview_truncated"`
+	CreatedBy        string `json:"created_by"`
+	Capability       string `json:"capability"`
+	SourceRefs       string `json:"source_refs"`
+	CreatedAt        string `json:"created_at"`
+}
+
+// EventRecord is one event; ids are store-wide, so an import assigns new ones in order.
+type EventRecord struct {
+	ID   int64           `json:"id"`
+	Type string          `json:"type"`
+	At   string          `json:"at"`
+	Data json.RawMessage `json:"data"`
+}

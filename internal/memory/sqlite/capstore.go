@@ -1,0 +1,111 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+const capabilitySchema = `
+CREATE TABLE IF NOT EXISTS cap_cache (
+	key          TEXT PRIMARY KEY,
+	capability   TEXT NOT NULL,
+	thread_id    TEXT NOT NULL,
+	artifact_ref TEXT NOT NULL,
+	preview      BLOB NOT NULL,
+	expires_at   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cap_cache_expires ON cap_cache(expires_at);
+CREATE TABLE IF NOT EXISTS cap_calls (
+	id            INTEGER PRIMARY KEY AUTOINCREMENT,
+	thread_id     TEXT NOT NULL,
+	capability    TEXT NOT NULL,
+	args          BLOB NOT NULL,
+	artifact_ref  TEXT NOT NULL,
+	cache_hit     INTEGER NOT NULL,
+	preview_bytes INTEGER NOT NULL,
+	duration_ms   INTEGER NOT NULL,
+	at            INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cap_calls_thread ON cap_calls(thread_id, id);
+`
+
+// CacheGet implements memory.CapabilityStore.
+func (s *SQLite) CacheGet(ctx context.Context, key string, now time.Time) (*memory.CachedResult, error) {
+	var c memory.CachedResult
+	var exp int64
+	var prev []byte
+	err := s.r.QueryRowContext(ctx,
+		`SELECT capability, thread_id, artifact_ref, preview, expires_at FROM cap_cache WHERE key = ? AND expires_at > ?`,
+		key, now.UnixNano()).Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.Preview = prev
+	c.ExpiresAt = time.Unix(0, exp)
+	return &c, nil
+}
+
+// CachePut implements memory.CapabilityStore.
+func (s *SQLite) CachePut(ctx context.Context, key string, r memory.CachedResult, now time.Time) error {
+	return s.WriteTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO cap_cache(key, capability, thread_id, artifact_ref, preview, expires_at) VALUES(?,?,?,?,?,?)
+			 ON CONFLICT(key) DO UPDATE SET artifact_ref=excluded.artifact_ref, preview=excluded.preview, expires_at=excluded.expires_at`,
+			key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt.UnixNano())
+		if err != nil {
+			return err
+		}
+		// Expired rows are dead weight; the size bound keeps the table from growing forever.
+		_, err = tx.ExecContext(ctx,
+			`DELETE FROM cap_cache WHERE expires_at <= ? OR key IN (
+				SELECT key FROM cap_cache ORDER BY expires_at DESC LIMIT -1 OFFSET ?)`,
+			now.UnixNano(), memory.MaxCacheEntries)
+		return err
+	})
+}
+
+// RecordCall implements memory.CapabilityStore.
+func (s *SQLite) RecordCall(ctx context.Context, c memory.CapabilityCall) error {
+	return s.WriteTx(ctx, func(tx *sql.Tx) error { return insertCall(ctx, tx, c) })
+}
+
+func insertCall(ctx context.Context, tx *sql.Tx, c memory.CapabilityCall) error {
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO cap_calls(thread_id, capability, args, artifact_ref, cache_hit, preview_bytes, duration_ms, at) VALUES(?,?,?,?,?,?,?,?)`,
+		c.ThreadID, c.Capability, []byte(c.Args), c.ArtifactRef, c.CacheHit, c.PreviewBytes, c.DurationMS, c.At.UnixNano())
+	return err
+}
+
+// Calls implements memory.CapabilityStore.
+func (s *SQLite) Calls(ctx context.Context, threadID string) ([]memory.CapabilityCall, error) {
+	return calls(ctx, s.r, threadID)
+}
+
+func calls(ctx context.Context, q querier, threadID string) ([]memory.CapabilityCall, error) {
+	rows, err := q.QueryContext(ctx,
+		`SELECT thread_id, capability, args, artifact_ref, cache_hit, preview_bytes, duration_ms, at FROM cap_calls WHERE thread_id = ? ORDER BY id`, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []memory.CapabilityCall
+	for rows.Next() {
+		var c memory.CapabilityCall
+		var args []byte
+		var at int64
+		if err := rows.Scan(&c.ThreadID, &c.Capability, &args, &c.ArtifactRef, &c.CacheHit, &c.PreviewBytes, &c.DurationMS, &at); err != nil {
+			return nil, err
+		}
+		c.Args = args
+		c.At = time.Unix(0, at).UTC()
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// ExportThread implements memory.Dumper from one read transaction (a consistent snapshot).
+func (s *SQLite) ExportThread(ctx context.Context, threadID string, fn func(d *memory.ThreadDump, content func(ref string) ([]byte, error)) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer tx.Rollback()
+	d := &memory.ThreadDump{}
+	th := &d.Thread
+	err = tx.QueryRowContext(ctx, `SELECT id, name, created_at, updated_at, version, artifact_count, event_count, cache_hits, tokens_avoided FROM threads WHERE id = ?`, threadID).
+		Scan(&th.ID, &th.Name, &th.CreatedAt, &th.UpdatedAt, &th.Version, &th.ArtifactCount, &th.EventCount, &th.CacheHits, &th.TokensAvoided)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &memory.NotFoundError{What: "thread", ID: threadID}
+	}
+	if err != nil {
+		return fmt.Errorf("export: read thread: %w", err)
+	}
+	each := func(what, q string, scan func(*sql.Rows) error) error {
+		rows, err := tx.QueryContext(ctx, q, threadID)
+		if err != nil {
+			return fmt.Errorf("export %s: %w", what, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return fmt.Errorf("export %s: %w", what, err)
+			}
+		}
+		return rows.Err()
+	}
+	if err := each("versions", `SELECT version, patch, author, created_at, event_id FROM state_versions WHERE thread_id = ? ORDER BY version`, func(r *sql.Rows) error {
+		var v memory.VersionRecord
+		var p []byte
+		err := r.Scan(&v.Version, &p, &v.Author, &v.CreatedAt, &v.EventID)
+		v.Patch = p
+		d.Versions = append(d.Versions, v)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := each("snapshots", `SELECT version, doc FROM state_snapshots WHERE thread_id = ? ORDER BY version`, func(r *sql.Rows) error {
+		var sn memory.SnapshotRecord
+		var doc []byte
+		err := r.Scan(&sn.Version, &doc)
+		sn.Doc = doc
+		d.Snapshots = append(d.Snapshots, sn)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := each("artifacts", `SELECT ref, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at FROM artifacts WHERE thread_id = ? ORDER BY ref`, func(r *sql.Rows) error {
+		var a memory.ArtifactRecord
+		err := r.Scan(&a.Ref, &a.Type, &a.Mime, &a.Name, &a.Size, &a.Hash, &a.PreviewText, &a.PreviewLines, &a.PreviewTruncated, &a.CreatedBy, &a.Capability, &a.SourceRefs, &a.CreatedAt)
+		d.Artifacts = append(d.Artifacts, a)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := each("events", `SELECT id, type, at, data FROM events WHERE thread_id = ? ORDER BY id`, func(r *sql.Rows) error {
+		var e memory.EventRecord
+		var data []byte
+		err := r.Scan(&e.ID, &e.Type, &e.At, &data)
+		e.Data = data
+		d.Events = append(d.Events, e)
+		return err
+	}); err != nil {
+		return err
+	}
+	if d.Calls, err = calls(ctx, tx, threadID); err != nil {
+		return fmt.Errorf("export capability calls: %w", err)
+	}
+	content := func(ref string) ([]byte, error) {
+		var b []byte
+		if err := tx.QueryRowContext(ctx, `SELECT content FROM artifact_content WHERE ref = ?`, ref).Scan(&b); err != nil {
+			return nil, fmt.Errorf("export artifact %s: %w", ref, err)
+		}
+		return b, nil
+	}
+	return fn(d, content)
+}
+
+// ImportThread implements memory.Dumper in one write transaction.
+func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content map[string][]byte) error {
+	id := d.Thread.ID
+	if err := checkThreadID(id); err != nil {
+		return err
+	}
+	err := s.WriteTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return &memory.ExistsError{What: "thread", ID: id}
+		}
+		for _, a := range d.Artifacts {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM artifacts WHERE ref = ?`, a.Ref).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return &memory.ExistsError{What: "artifact", ID: a.Ref}
+			}
+		}
+		// Events get new ids (ids are store-wide); remember the mapping for state_versions.event_id.
+		evMap := map[int64]int64{}
+		var lastID int64
+		for _, e := range d.Events {
+			var eid int64
+			if err := tx.QueryRowContext(ctx, `INSERT INTO events(thread_id, type, at, data) VALUES (?,?,?,?) RETURNING id`,
+				id, e.Type, e.At, []byte(e.Data)).Scan(&eid); err != nil {
+				return fmt.Errorf("import event: %w", err)
+			}
+			evMap[e.ID], lastID = eid, eid
+		}
+		th := d.Thread
+		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version, artifact_count, event_count, last_event_id, cache_hits, tokens_avoided) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+			id, th.Name, th.CreatedAt, th.UpdatedAt, th.Version, len(d.Artifacts), len(d.Events), lastID, th.CacheHits, th.TokensAvoided); err != nil {
+			return fmt.Errorf("import thread: %w", err)
+		}
+		for _, v := range d.Versions {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?,?,?,?,?,?)`,
+				id, v.Version, []byte(v.Patch), v.Author, v.CreatedAt, evMap[v.EventID]); err != nil {
+				return fmt.Errorf("import state v%d: %w", v.Version, err)
+			}
+		}
+		for _, sn := range d.Snapshots {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots(thread_id, version, doc) VALUES (?,?,?)`, id, sn.Version, []byte(sn.Doc)); err != nil {
+				return fmt.Errorf("import state snapshot v%d: %w", sn.Version, err)
+			}
+		}
+		for _, a := range d.Artifacts {
+			body := content[a.Ref]
+			if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+				a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, a.SourceRefs, a.CreatedAt); err != nil {
+				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_content(ref, content) VALUES (?,?)`, a.Ref, body); err != nil {
+				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
+			}
+			if a.Capability != memory.SearchCapability {
+				if err := s.indexRow(ctx, tx, id, a.Ref, a.Type, a.Name, body); err != nil {
+					return err
+				}
+			}
+		}
+		for _, c := range d.Calls {
+			c.ThreadID = id
+			if err := insertCall(ctx, tx, c); err != nil {
+				return fmt.Errorf("import capability call: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.Forget(id)
+	return nil
+}

@@ -1,0 +1,255 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// MaxIndexedBytes caps the text indexed per artifact; the rest is still stored, just not searchable.
+const MaxIndexedBytes = 4 << 20
+
+// searchSchema is the FTS5 table plus a thread number per thread. An artifact's rowid is
+// (thread number << 32) + its sequence in the thread, so the thread filter is a rowid range:
+// FTS5 seeks inside doclists, and bm25's per-query idf pass does not have to count a thread
+// token's rows. The type is an indexed column (ty) so its filter stays inside MATCH;
+// ref/thread_id/type ride along unindexed. The prefix index makes "abc*" cheap.
+const searchSchema = `
+CREATE VIRTUAL TABLE IF NOT EXISTS artifact_fts USING fts5(
+	name, body, ty, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
+	tokenize = 'porter unicode61 remove_diacritics 2',
+	prefix = '3 4'
+);
+CREATE TABLE IF NOT EXISTS fts_threads (
+	thread_id TEXT PRIMARY KEY,
+	n         INTEGER NOT NULL UNIQUE,
+	seq       INTEGER NOT NULL
+);
+`
+
+// searchMigration replaces the first layout (a thread token column) and re-indexes the store.
+const searchMigration = `DROP TABLE IF EXISTS artifact_fts;` + searchSchema + `
+INSERT OR IGNORE INTO fts_threads(thread_id, n, seq)
+	SELECT thread_id, row_number() OVER (ORDER BY min(created_at)), 0 FROM artifacts GROUP BY thread_id;
+INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type)
+	SELECT (t.n << 32) + row_number() OVER (PARTITION BY a.thread_id ORDER BY a.ref), a.name,
+		CASE WHEN a.type = 'binary' THEN '' ELSE CAST(substr(c.content, 1, 4194304) AS TEXT) END,
+		a.type, a.ref, a.thread_id, a.type
+	FROM artifacts a JOIN artifact_content c ON c.ref = a.ref JOIN fts_threads t ON t.thread_id = a.thread_id
+	WHERE a.capability != 'retrieval.search';
+UPDATE fts_threads SET seq = (SELECT count(*) FROM artifact_fts f WHERE f.thread_id = fts_threads.thread_id);
+`
+
+// threadRange returns the rowid range of a thread's artifacts.
+func threadRange(n int64) (lo, hi int64) { return n << 32, n<<32 | 0xFFFFFFFF }
+
+// The index statements run on every artifact put; they are prepared once at open (parsing
+// them took more CPU than the insert itself).
+const (
+	sqlNextSeq = `INSERT INTO fts_threads(thread_id, n, seq)
+		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
+		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`
+	sqlIndexRow = `INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type) VALUES (?,?,?,?,?,?,?)`
+)
+
+var tagRE = regexp.MustCompile(`(?s)<script.*?</script>|<style.*?</style>|<[^>]*>`)
+
+// index adds one artifact to the search index inside the put's transaction, so the index
+// never lags the store. Binary content is indexed by name only; the search capability's own
+// result lists are not indexed, so a search never finds earlier searches.
+func (s *SQLite) index(ctx context.Context, tx *sql.Tx, a memory.Artifact, content []byte) error {
+	if a.Provenance.Capability == memory.SearchCapability {
+		return nil
+	}
+	return s.indexRow(ctx, tx, a.ThreadID, a.Ref, a.Type, a.Name, content)
+}
+
+func (s *SQLite) indexRow(ctx context.Context, tx *sql.Tx, threadID, ref, typ, name string, content []byte) error {
+	body := ""
+	if typ != memory.TypeBinary && utf8.Valid(content) {
+		if len(content) > MaxIndexedBytes {
+			content = content[:MaxIndexedBytes]
+		}
+		body = string(content)
+		if typ == memory.TypeHTML {
+			body = tagRE.ReplaceAllString(body, " ")
+		}
+	}
+	var n, seq int64
+	if err := s.queryRow(ctx, tx, sqlNextSeq, threadID).Scan(&n, &seq); err != nil {
+		return fmt.Errorf("index artifact %s: %w", ref, err)
+	}
+	lo, _ := threadRange(n)
+	if _, err := s.exec(ctx, tx, sqlIndexRow, lo+seq, name, body, typ, ref, threadID, typ); err != nil {
+		return fmt.Errorf("index artifact %s: %w", ref, err)
+	}
+	return nil
+}
+
+// MaxRanked bounds how many matches bm25 ranks per query (the newest ones).
+var MaxRanked = 1000
+
+// FTS5 marks matches with these; highlight turns them into memory.HighlightOpen/Close.
+const (
+	markOpen  = "\x02"
+	markClose = "\x03"
+)
+
+// Score turns FTS5's bm25() (negative, lower is better) into the score of a hit: -bm25,
+// positive, higher is better, to 6 significant digits. It is not rounded to a fixed number of
+// decimals: a term found in more than half the store's artifacts gets FTS5's minimum idf
+// (1e-6), so small stores score around 1e-6 and fixed rounding made every score 0.
+func Score(bm25 float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(-bm25, 'g', 6, 64), 64)
+	if v == 0 {
+		return 0 // not -0
+	}
+	return v
+}
+
+// highlight replaces FTS5's match marks with bold markers, except inside text that is
+// already bold (between two literal "**"), where adding markers made "****word****".
+func highlight(snip string) string {
+	var b strings.Builder
+	b.Grow(len(snip) + 16)
+	bold, marked := false, false
+	for i := 0; i < len(snip); {
+		switch {
+		case strings.HasPrefix(snip[i:], "**"):
+			b.WriteString("**")
+			bold = !bold
+			i += 2
+		case snip[i] == markOpen[0]:
+			if marked = !bold; marked {
+				b.WriteString(memory.HighlightOpen)
+			}
+			i++
+		case snip[i] == markClose[0]:
+			if marked {
+				b.WriteString(memory.HighlightClose)
+				marked = false
+			}
+			i++
+		default:
+			b.WriteByte(snip[i])
+			i++
+		}
+	}
+	if marked {
+		b.WriteString(memory.HighlightClose)
+	}
+	return b.String()
+}
+
+// Search implements memory.Searcher with FTS5, best (lowest bm25) first; a hit's score is Score(bm25).
+func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQuery) ([]memory.SearchHit, error) {
+	match, err := BuildMatch(q.Query)
+	if err != nil {
+		return nil, &memory.InvalidError{Code: "invalid_args", Msg: err.Error(), Op: -1, Err: err}
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	db := s.r
+	var n int64
+	switch err := db.QueryRowContext(ctx, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
+	case errors.Is(err, sql.ErrNoRows):
+		return []memory.SearchHit{}, nil // nothing indexed in this thread yet
+	case err != nil:
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	lo, hi := threadRange(n)
+	match = "{name body}: (" + match + ")"
+	if len(q.Types) > 0 {
+		ts := make([]string, len(q.Types))
+		for i, t := range q.Types {
+			ts[i] = `"` + strings.Join(tokens(t), " ") + `"`
+		}
+		match = "ty:(" + strings.Join(ts, " OR ") + ") AND " + match
+	}
+	// bm25 costs ~10 µs per matching row in pure-Go SQLite, so a term found in most of a
+	// huge thread would take seconds; past MaxRanked matches only the newest MaxRanked
+	// are ranked (agents mostly want recent artifacts, and such terms carry little idf).
+	var floor int64
+	err = db.QueryRowContext(ctx, `SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
+		match, lo, hi, MaxRanked-1).Scan(&floor)
+	switch {
+	case err == nil:
+		lo = floor
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT rowid, ref, name, type, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
+		FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY score LIMIT ?`, match, lo, hi, limit)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	hits := []memory.SearchHit{}
+	var rowids []int64
+	for rows.Next() {
+		var h memory.SearchHit
+		var rowid int64
+		if err := rows.Scan(&rowid, &h.Ref, &h.Name, &h.Type, &h.Score); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		h.Score = Score(h.Score)
+		hits = append(hits, h)
+		rowids = append(rowids, rowid)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	for i, id := range rowids {
+		var snip string
+		err := db.QueryRowContext(ctx, `SELECT snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid = ?`,
+			markOpen, markClose, match, id).Scan(&snip)
+		if err != nil {
+			return nil, fmt.Errorf("search snippet: %w", err)
+		}
+		if snip == "" {
+			snip = hits[i].Name
+		}
+		hits[i].Snippet = memory.Sanitize(highlight(snip))
+	}
+	return hits, nil
+}
+
+// SearchScope implements memory.Searcher: the thread's index sequence.
+func (s *SQLite) SearchScope(ctx context.Context, threadID string) (string, error) {
+	var seq int64
+	err := s.r.QueryRowContext(ctx, `SELECT seq FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&seq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	return strconv.FormatInt(seq, 10), nil
+}
+
+// OptimizeSearch merges the index into one segment (FTS5 'optimize'): queries walk one
+// b-tree instead of one per segment. It rewrites the whole index, so run it when idle.
+func (s *SQLite) OptimizeSearch(ctx context.Context) error {
+	return s.WriteTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(artifact_fts) VALUES ('optimize')`)
+		return err
+	})
+}
+
+// CheckFTS reports whether this build's SQLite has FTS5 with the tokenizer search uses.
+func CheckFTS(ctx context.Context) error {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, searchSchema)
+	return err
+}

@@ -1,0 +1,362 @@
+// Package storetest is the conformance suite of memory.Store: every backend runs it, so a
+// behaviour the daemon relies on is written down once and proven on each engine.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// Open returns a fresh, empty store; the suite closes it.
+type Open func(t *testing.T) memory.Store
+
+// Run runs every conformance test against stores made by open.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, memory.Store)
+	}{
+		{"threads", testThreads},
+		{"patch and versions", testPatch},
+		{"stale version conflicts", testConflict},
+		{"concurrent writers lose nothing", testConcurrentWriters},
+		{"artifacts", testArtifacts},
+		{"events and subscribe", testEvents},
+		{"capability cache", testCapabilityCache},
+		{"hop ledger", testHops},
+		{"search", testSearch},
+		{"dump round trip", testDump},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := open(t)
+			t.Cleanup(func() { st.Close() })
+			tt.fn(t, st)
+		})
+	}
+}
+
+func newThread(t *testing.T, st memory.Store, name string) memory.Thread {
+	t.Helper()
+	th, err := st.CreateThread(context.Background(), memory.CreateThreadParams{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+func fact(i int) []byte {
+	return fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"k%d","value":"v"}}]`, i, i)
+}
+
+func testThreads(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	a := newThread(t, st, "alpha")
+	if a.ID == "" || a.Version != 1 || a.Name != "alpha" {
+		t.Fatalf("new thread = %+v, want an id, version 1 and the name", a)
+	}
+	got, err := st.GetThread(ctx, a.ID)
+	if err != nil || got.ID != a.ID || got.Name != "alpha" {
+		t.Fatalf("GetThread = %+v, %v", got, err)
+	}
+	if _, err := st.GetThread(ctx, "00000000-0000-4000-8000-000000000000"); !memory.IsNotFound(err) {
+		t.Fatalf("unknown thread: err = %v, want not found", err)
+	}
+	newThread(t, st, "beta")
+	list, err := st.ListThreads(ctx, 10)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("ListThreads = %d threads, %v; want 2", len(list), err)
+	}
+}
+
+func testPatch(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	for i := range 5 {
+		res, err := st.PatchState(ctx, th.ID, fact(i), 0, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Version != i+2 || res.StateRef != memory.StateRef(i+2) {
+			t.Fatalf("patch %d gave %+v", i, res)
+		}
+	}
+	s, err := st.State(ctx, th.ID, 0)
+	if err != nil || s.Version != 6 {
+		t.Fatalf("State = v%d, %v; want v6", s.Version, err)
+	}
+	var doc struct {
+		Facts []struct{ ID string } `json:"facts"`
+	}
+	if err := json.Unmarshal(s.Doc, &doc); err != nil || len(doc.Facts) != 5 {
+		t.Fatalf("state has %d facts (%v), want 5: %s", len(doc.Facts), err, s.Doc)
+	}
+	old, err := st.State(ctx, th.ID, 3)
+	if err != nil || old.Version != 3 || strings.Count(string(old.Doc), `"id":"f`) != 2 {
+		t.Fatalf("State(v3) = %s, %v; want two facts", old.Doc, err)
+	}
+	vs, err := st.Versions(ctx, th.ID, 4, 10)
+	if err != nil || len(vs) != 2 || vs[0].Version != 5 {
+		t.Fatalf("Versions after v4 = %+v, %v", vs, err)
+	}
+	h, err := st.Header(ctx, th.ID)
+	if err != nil || h.Version != 6 || !json.Valid(h.JSON) {
+		t.Fatalf("Header = %+v, %v", h, err)
+	}
+	// A refused patch changes nothing.
+	if _, err := st.PatchState(ctx, th.ID, []byte(`[{"op":"remove","path":"/nosuch"}]`), 0, "test"); err == nil {
+		t.Fatal("removing a missing path succeeded")
+	}
+	if s2, _ := st.State(ctx, th.ID, 0); s2.Version != 6 {
+		t.Fatalf("a refused patch moved the state to v%d", s2.Version)
+	}
+}
+
+func testConflict(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	if _, err := st.PatchState(ctx, th.ID, fact(1), 1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.PatchState(ctx, th.ID, fact(2), 1, "b")
+	var ce *memory.ConflictError
+	if !errors.As(err, &ce) || ce.Current != 2 || ce.Expected != 1 {
+		t.Fatalf("stale patch: err = %v, want a conflict at v2", err)
+	}
+}
+
+// testConcurrentWriters: writers that retry on conflict all land, exactly once each.
+func testConcurrentWriters(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	const writers, each = 4, 10
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				for {
+					cur, err := st.State(ctx, th.ID, 0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					_, err = st.PatchState(ctx, th.ID, fact(w*100+i), cur.Version, "w")
+					var ce *memory.ConflictError
+					if errors.As(err, &ce) {
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+					}
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s, err := st.State(ctx, th.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(s.Doc), `"id":"f`); n != writers*each || s.Version != writers*each+1 {
+		t.Fatalf("after %d writes: %d facts at v%d", writers*each, n, s.Version)
+	}
+}
+
+func testArtifacts(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	body := []byte("# Notes\nrelay keeps memory.\n")
+	a, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "notes.md", Content: body, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !memory.ValidRef(a.Ref) || a.Type != memory.TypeMarkdown || a.Size != int64(len(body)) || a.Deduplicated {
+		t.Fatalf("put = %+v", a)
+	}
+	again, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "notes.md", Content: body})
+	if err != nil || again.Ref != a.Ref || !again.Deduplicated {
+		t.Fatalf("same bytes again = %+v, %v; want the same ref, deduplicated", again, err)
+	}
+	got, content, err := st.ArtifactContent(ctx, th.ID, a.Ref)
+	if err != nil || string(content) != string(body) || got.Hash != a.Hash {
+		t.Fatalf("content = %q, %v", content, err)
+	}
+	other := newThread(t, st, "")
+	if _, _, err := st.ArtifactContent(ctx, other.ID, a.Ref); !memory.IsNotFound(err) {
+		t.Fatalf("another thread read the artifact: err = %v", err)
+	}
+	list, err := st.ListArtifacts(ctx, th.ID, memory.ListArtifactsOptions{})
+	if err != nil || len(list) != 1 || list[0].Ref != a.Ref {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+}
+
+func testEvents(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	wake, cancel := st.Subscribe(th.ID)
+	defer cancel()
+	ev, err := st.AppendEvent(ctx, th.ID, "test.happened", map[string]any{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscriber was not woken by a new event")
+	}
+	evs, err := st.Events(ctx, th.ID, ev.ID-1, 10)
+	if err != nil || len(evs) != 1 || evs[0].Type != "test.happened" || evs[0].ID != ev.ID {
+		t.Fatalf("events = %+v, %v", evs, err)
+	}
+	all, err := st.Events(ctx, th.ID, 0, 100)
+	if err != nil || len(all) < 2 || all[0].Type != memory.EventThreadCreated {
+		t.Fatalf("the log does not start with %s: %+v, %v", memory.EventThreadCreated, all, err)
+	}
+}
+
+func testCapabilityCache(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := memory.CachedResult{Capability: "c", ThreadID: "t", ArtifactRef: "r1", Preview: json.RawMessage(`{"x":1}`), ExpiresAt: now.Add(time.Minute)}
+	if err := st.CachePut(ctx, "k", r, now); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.CacheGet(ctx, "k", now.Add(time.Second))
+	if err != nil || got == nil || got.ArtifactRef != "r1" || string(got.Preview) != `{"x":1}` {
+		t.Fatalf("CacheGet = %+v, %v", got, err)
+	}
+	if got, err := st.CacheGet(ctx, "k", now.Add(2*time.Minute)); err != nil || got != nil {
+		t.Fatalf("expired entry returned: %+v, %v", got, err)
+	}
+	c := memory.CapabilityCall{ThreadID: "t", Capability: "c", Args: json.RawMessage(`{}`), ArtifactRef: "r1", CacheHit: true, At: now}
+	if err := st.RecordCall(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := st.Calls(ctx, "t")
+	if err != nil || len(calls) != 1 || !calls[0].CacheHit || !calls[0].At.Equal(now) {
+		t.Fatalf("Calls = %+v, %v", calls, err)
+	}
+}
+
+func testHops(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	now := time.Now()
+	for want := 1; want <= 3; want++ {
+		n, err := st.ClaimHop(ctx, "t", 3, "", "m", now)
+		if err != nil || n != want {
+			t.Fatalf("hop %d = %d, %v", want, n, err)
+		}
+	}
+	if _, err := st.ClaimHop(ctx, "t", 3, "", "m", now); !errors.Is(err, memory.ErrHopLimit) {
+		t.Fatalf("past the limit: err = %v, want ErrHopLimit", err)
+	}
+	if _, err := st.ClaimHop(ctx, "u", 3, "key", "m1", now); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := st.IdempotentResponse(ctx, "u", "key"); err != nil || resp != nil {
+		t.Fatalf("pending key answered %q, %v", resp, err)
+	}
+	if err := st.FinishIdempotent(ctx, "u", "key", []byte(`{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := st.IdempotentResponse(ctx, "u", "key"); err != nil || string(resp) != `{"ok":true}` {
+		t.Fatalf("finished key answered %q, %v", resp, err)
+	}
+	if _, err := st.ClaimHop(ctx, "u", 3, "other", "m2", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReleaseIdempotent(ctx, "u", "other"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.Hops(ctx, "u"); err != nil || n != 2 {
+		t.Fatalf("hops = %d, %v; a released key keeps its hop", n, err)
+	}
+}
+
+func testSearch(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	other := newThread(t, st, "")
+	put := func(tid, name, body string) {
+		t.Helper()
+		if _, err := st.PutArtifact(ctx, tid, memory.PutArtifactParams{Name: name, Content: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scope0, err := st.SearchScope(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(th.ID, "deploy.txt", "Deployment checklist: run migrations, then restart the relay daemon. relay relay.")
+	put(th.ID, "notes.md", "# Notes\nHello, relay keeps memory.")
+	put(other.ID, "secret.md", "relay in another thread")
+	if scope1, _ := st.SearchScope(ctx, th.ID); scope1 == scope0 {
+		t.Fatal("the search scope did not change after an artifact was indexed")
+	}
+	hits, err := st.Search(ctx, th.ID, memory.SearchQuery{Query: "relay"})
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("search relay = %+v, %v; want the two artifacts of this thread", hits, err)
+	}
+	if hits[0].Name != "deploy.txt" || hits[0].Score < hits[1].Score || hits[1].Score <= 0 {
+		t.Fatalf("ranking: %+v; want deploy.txt first and positive scores, higher for the better match", hits)
+	}
+	for _, q := range []memory.SearchQuery{{Query: `"keeps memory"`}, {Query: "migr*"}, {Query: "hello", Types: []string{memory.TypeMarkdown}}} {
+		if hits, err := st.Search(ctx, th.ID, q); err != nil || len(hits) != 1 {
+			t.Fatalf("search %+v = %+v, %v; want one hit", q, hits, err)
+		}
+	}
+	if hits, err := st.Search(ctx, th.ID, memory.SearchQuery{Query: "nothingmatches"}); err != nil || len(hits) != 0 {
+		t.Fatalf("a miss = %+v, %v", hits, err)
+	}
+	var ie *memory.InvalidError
+	if _, err := st.Search(ctx, th.ID, memory.SearchQuery{Query: `" " ***`}); !errors.As(err, &ie) {
+		t.Fatalf("a query with no words: err = %v, want *memory.InvalidError", err)
+	}
+}
+
+func testDump(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "dumped")
+	if _, err := st.PatchState(ctx, th.ID, fact(1), 0, "a"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "zebra.md", Content: []byte("zebra crossing")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dump *memory.ThreadDump
+	contents := map[string][]byte{}
+	err = st.ExportThread(ctx, th.ID, func(d *memory.ThreadDump, content func(string) ([]byte, error)) error {
+		dump = d
+		for _, ar := range d.Artifacts {
+			b, err := content(ar.Ref)
+			if err != nil {
+				return err
+			}
+			contents[ar.Ref] = b
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump.Thread.Version != 2 || len(dump.Versions) != 2 || len(dump.Artifacts) != 1 || string(contents[a.Ref]) != "zebra crossing" {
+		t.Fatalf("dump = %+v", dump)
+	}
+	var ee *memory.ExistsError
+	if err := st.ImportThread(ctx, dump, contents); !errors.As(err, &ee) {
+		t.Fatalf("importing over itself: err = %v, want *memory.ExistsError", err)
+	}
+}
