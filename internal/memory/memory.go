@@ -187,6 +187,10 @@ type Event struct {
 	Data     json.RawMessage `json:"data"`
 }
 
+// ReportAuthor is the created_by of the reports the daemon stores in a thread; they are
+// about the thread, not agent content.
+const ReportAuthor = "relay report"
+
 // Core event types.
 const (
 	EventThreadCreated  = "thread.created"

@@ -96,7 +96,7 @@ func allEvents(ctx context.Context, st memory.Store, id string) ([]memory.Event,
 }
 
 // Author is the created_by of the reports the daemon stores in a thread (POST /reports/{id}).
-const Author = "relay report"
+const Author = memory.ReportAuthor
 
 // ComputeSavings counts tokens for the given artifacts and header.
 func ComputeSavings(ctx context.Context, src Source, id string, arts []memory.Artifact, header []byte) (Savings, error) {

@@ -580,9 +580,11 @@ func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 }
 
 // recentArtifacts returns the thread's newest stored artifacts, oldest first, for the
-// header's artifact_refs (refs sort by creation time).
+// header's artifact_refs (refs sort by creation time). relay's own reports are not agent
+// content, so they do not take a place there.
 func (s *SQLite) recentArtifacts(ctx context.Context, id string) ([]statedoc.ArtifactRef, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? ORDER BY ref DESC LIMIT ?`, id, statedoc.MaxArtifactRefs)
+	rows, err := s.r.QueryContext(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? AND created_by != ? ORDER BY ref DESC LIMIT ?`,
+		id, memory.ReportAuthor, statedoc.MaxArtifactRefs)
 	if err != nil {
 		return nil, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
 	}
