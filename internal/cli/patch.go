@@ -42,20 +42,24 @@ unless --write is given; then FILE is replaced atomically, keeping its mode.
 PATCH may be - to read stdin. FILE may be missing when the patch creates it.
 The strategy is inferred from the patch unless --strategy names one of:
 replace, new-unified, multi-search-replace (search-replace), unified
-(standard-diff), apply-patch.
+(standard-diff), apply-patch, edit. An edit patch is JSON
+{"old_string", "new_string", "replace_all"} (one, a list, or {"edits": [...]})
+or SEARCH/REPLACE blocks whose SEARCH may be part of a line; each replaces a
+unique substring, or every occurrence with replace_all.
 
 A patch applies whole or not at all. Exit status: 0 applied, 1 the patch does
 not apply (every failing block is listed with its closest match), 2 bad usage.`,
 		Example: `  relay patch src/app.ts fix.diff
   pbpaste | relay patch --write src/app.ts -
-  relay patch --json --strategy multi-search-replace main.go edit.txt`,
+  relay patch --json --strategy multi-search-replace main.go edit.txt
+  echo '{"old_string":"retries: 3","new_string":"retries: 5"}' | relay patch -s edit config.yaml -`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File, opts.PatchPath = args[0], args[1]
 			opts.FuzzSet = cmd.Flags().Changed("fuzz")
 			if opts.Strategy != "" {
 				if _, ok := patch.ParseStrategy(opts.Strategy); !ok {
-					return WithHint(Usagef("unknown strategy %q", opts.Strategy), "use one of: replace, new-unified, multi-search-replace, unified, apply-patch")
+					return WithHint(Usagef("unknown strategy %q", opts.Strategy), "use one of: replace, new-unified, multi-search-replace, unified, apply-patch, edit")
 				}
 			}
 			if opts.FuzzSet && (opts.Fuzz <= 0 || opts.Fuzz > 1) {
@@ -292,6 +296,9 @@ func summarizeBlocks(bs []patch.BlockResult) string {
 		if b.Status == "already-applied" {
 			k = "already applied"
 		}
+		if b.Status == "no-op" {
+			k = "no-op"
+		}
 		if counts[k] == 0 {
 			order = append(order, k)
 		}
@@ -313,6 +320,8 @@ func blockNotes(bs []patch.BlockResult) []string {
 	var notes []string
 	for _, b := range bs {
 		switch {
+		case b.Status == "no-op":
+			notes = append(notes, fmt.Sprintf("block %d changes nothing (its old and new text are identical)", b.Index))
 		case b.Status == "already-applied":
 			notes = append(notes, fmt.Sprintf("block %d was already applied (line %d)", b.Index, b.Line))
 		case b.Method == "fuzzy":

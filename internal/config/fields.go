@@ -44,7 +44,7 @@ var fields = []field{
 	{path: "watcher.clipboardPollInterval", flat: "clipboardPollInterval", kind: kInt, min: fptr(50), max: fptr(600000),
 		doc: "Milliseconds between clipboard reads when the clipboard cannot be watched.",
 		get: func(c *Config) any { return c.Watcher.ClipboardPollInterval }, set: func(c *Config, v any) { c.Watcher.ClipboardPollInterval = v.(int) }},
-	{path: "watcher.preferredStrategy", flat: "preferredStrategy", kind: kString, enum: []string{"auto", "replace", "new-unified", "multi-search-replace"},
+	{path: "watcher.preferredStrategy", flat: "preferredStrategy", kind: kString, enum: []string{"auto", "replace", "new-unified", "multi-search-replace", "edit"},
 		doc: "Which patch format the system prompt asks the LLM for.",
 		get: func(c *Config) any { return c.Watcher.PreferredStrategy }, set: func(c *Config, v any) { c.Watcher.PreferredStrategy = v.(string) }},
 	{path: "patch.approvalMode", flat: "approval", kind: kString, enum: []string{"auto", "manual"},

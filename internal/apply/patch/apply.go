@@ -64,6 +64,8 @@ func ParseStrategy(name string) (Strategy, bool) {
 		return Unified, true
 	case "apply-patch":
 		return ApplyPatch, true
+	case "edit", "str-replace", "str_replace":
+		return EditStrategy, true
 	}
 	return "", false
 }
@@ -80,7 +82,7 @@ func HasSearchReplaceMarkers(body string) bool {
 }
 
 // Strategies lists the canonical strategy names.
-var Strategies = []Strategy{Replace, NewUnified, MultiSearchReplace, Unified, ApplyPatch}
+var Strategies = []Strategy{Replace, NewUnified, MultiSearchReplace, Unified, ApplyPatch, EditStrategy}
 
 // InferStrategy guesses the strategy of a block body that names none.
 func InferStrategy(body string) Strategy {
@@ -88,6 +90,9 @@ func InferStrategy(body string) Strategy {
 }
 
 func inferLines(lines []string) Strategy {
+	if isEditJSON(lines) {
+		return EditStrategy
+	}
 	hasSearch, hasReplace, hasSep := false, false, false
 	hunks, numbered := 0, 0
 	minus, plus := false, false
@@ -157,7 +162,7 @@ func Apply(original string, exists bool, strategy Strategy, body string, opts Op
 	}
 	s, ok := ParseStrategy(string(strategy))
 	if !ok {
-		return Result{}, formatError(strategy, "unknown strategy %q; use one of replace, new-unified, multi-search-replace, unified, apply-patch", strategy)
+		return Result{}, formatError(strategy, "unknown strategy %q; use one of replace, new-unified, multi-search-replace, unified, apply-patch, edit", strategy)
 	}
 	d := splitDoc(original)
 	switch s {
@@ -169,6 +174,8 @@ func Apply(original string, exists bool, strategy Strategy, body string, opts Op
 		return applyUnified(d, s, body, opts)
 	case ApplyPatch:
 		return applyPatchStrategy(d, exists, body, opts)
+	case EditStrategy:
+		return applyEditStrategy(original, body)
 	}
 	return Result{}, formatError(s, "strategy %q has no applier (ParseStrategy and Apply disagree)", s)
 }

@@ -51,9 +51,47 @@ type engine struct {
 	seqOK   bool // multi-search-replace: a failed block may match text made by earlier blocks
 	newUni  bool // no trusted line numbers
 	order   int  // placement counter: insertions at one line keep block order
+	total   int  // blocks in the patch, no-ops included
 }
 
+// run applies the edits whole or not at all. An edit whose old and new
+// lines are identical changes nothing: it is reported as a no-op, not placed.
 func (en *engine) run(edits []edit) (Result, error) {
+	var keep []edit
+	var noops []BlockResult
+	for _, e := range edits {
+		if len(e.old) > 0 && equalStrings(e.old, e.new) {
+			noops = append(noops, BlockResult{Index: e.idx, Status: "no-op", Method: "none"})
+			continue
+		}
+		keep = append(keep, e)
+	}
+	if len(keep) == 0 && len(noops) > 0 {
+		// Nothing to place: the file stays as it is, and each block says why.
+		return Result{Content: en.d.render(en.d.lines, en.d.eols), Strategy: en.s, Blocks: noops}, nil
+	}
+	en.total = len(edits)
+	res, err := en.runEdits(keep)
+	if err != nil || len(noops) == 0 {
+		return res, err
+	}
+	res.Blocks = append(res.Blocks, noops...)
+	sort.SliceStable(res.Blocks, func(a, b int) bool { return res.Blocks[a].Index < res.Blocks[b].Index })
+	return res, nil
+}
+
+// AllNoOp reports whether every block of a result changed nothing because its
+// old and new text are identical.
+func AllNoOp(bs []BlockResult) bool {
+	for _, b := range bs {
+		if b.Status != "no-op" {
+			return false
+		}
+	}
+	return len(bs) > 0
+}
+
+func (en *engine) runEdits(edits []edit) (Result, error) {
 	ix := newIndex(en.d.lines)
 	var ok []placed
 	var fails []BlockFailure
@@ -106,7 +144,7 @@ func (en *engine) run(edits []edit) (Result, error) {
 	if len(retry) > 0 {
 		var clash *BlockFailure
 		if lines, eols, clash = splice(lines, eols, ok); clash != nil {
-			return Result{}, &ApplyError{Strategy: en.s, Total: len(edits), Failures: []BlockFailure{*clash}}
+			return Result{}, &ApplyError{Strategy: en.s, Total: en.total, Failures: []BlockFailure{*clash}}
 		}
 		for _, e := range retry {
 			cur := en.d
@@ -140,14 +178,14 @@ func (en *engine) run(edits []edit) (Result, error) {
 	} else {
 		var clash *BlockFailure
 		if lines, eols, clash = splice(lines, eols, ok); clash != nil {
-			return Result{}, &ApplyError{Strategy: en.s, Total: len(edits), Failures: []BlockFailure{*clash}}
+			return Result{}, &ApplyError{Strategy: en.s, Total: en.total, Failures: []BlockFailure{*clash}}
 		}
 	}
 	for _, p := range ok {
 		results = append(results, p.result())
 	}
 	sort.SliceStable(results, func(a, b int) bool { return results[a].Index < results[b].Index })
-	total := len(edits)
+	total := en.total
 	if len(fails) > 0 {
 		sort.SliceStable(fails, func(a, b int) bool { return fails[a].Index < fails[b].Index })
 		all := true

@@ -30,6 +30,8 @@ type BlockFailure struct {
 	Vetoed string `json:"vetoed,omitempty"`
 	// AlreadyApplied is set when the block's new text is already in the file.
 	AlreadyApplied bool `json:"alreadyApplied,omitempty"`
+	// NoOp is set when the block's old and new text are identical: it changes nothing anywhere.
+	NoOp bool `json:"noOp,omitempty"`
 }
 
 // ApplyError is returned by Apply when any block fails; the patch is then not
@@ -41,11 +43,27 @@ type ApplyError struct {
 	Failures []BlockFailure `json:"failures"`
 	// AlreadyApplied is true when every block's change is already present.
 	AlreadyApplied bool `json:"alreadyApplied,omitempty"`
+	// NoOp is true when the only edit matched but replaced its text with the same text.
+	NoOp bool `json:"noOp,omitempty"`
+	// Truncated is true when the patch ends in the middle of a block: the answer was cut off.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func (e *ApplyError) Error() string {
 	var b strings.Builder
 	switch {
+	case e.NoOp:
+		what := "SEARCH and REPLACE are identical"
+		switch e.unit() {
+		case "hunk":
+			what = "the hunk has no added or removed lines"
+		case "edit":
+			what = "old_string and new_string are identical"
+		}
+		if e.Total > 1 {
+			what += " in every " + e.unit()
+		}
+		return "the patch changes nothing: " + what
 	case e.AlreadyApplied:
 		b.WriteString("the change is already present in the file")
 		var at []string
@@ -61,7 +79,11 @@ func (e *ApplyError) Error() string {
 	case len(e.Failures) == 1 && e.Failures[0].Index == 0:
 		b.WriteString(e.Failures[0].Reason)
 	default:
-		fmt.Fprintf(&b, "%s patch does not apply: %d of %d %s failed", e.Strategy, len(e.Failures), e.Total, plural(e.Total, "block", "blocks"))
+		one, many := "block", "blocks"
+		if e.Strategy == EditStrategy {
+			one, many = "edit", "edits"
+		}
+		fmt.Fprintf(&b, "%s patch does not apply: %d of %d %s failed", e.Strategy, len(e.Failures), e.Total, plural(e.Total, one, many))
 	}
 	for _, f := range e.Failures {
 		if f.Index == 0 && len(e.Failures) == 1 {
@@ -88,6 +110,8 @@ func (e *ApplyError) unit() string {
 	switch e.Strategy {
 	case Unified, NewUnified, ApplyPatch:
 		return "hunk"
+	case EditStrategy:
+		return "edit"
 	}
 	return "block"
 }

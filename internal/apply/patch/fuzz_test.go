@@ -164,3 +164,41 @@ func FuzzReplace(f *testing.F) {
 		}
 	})
 }
+
+func FuzzApplyEdits(f *testing.F) {
+	f.Add("const a = 1;\nconst b = 2;\n", "b = 2", "b = 3", false)
+	f.Add("x = 1\nx = 1\n", "x = 1", "x = 2", true)
+	f.Add("one\r\ntwo\r\n", "one\ntwo", "ONE\ntwo", false)
+	f.Add("func f() {\n\tif x {\n\t\ty()\n\t}\n}\n", "    if x {\n        y()\n    }", "    if x {\n        z()\n    }", false)
+	f.Add("if (a &&  b) {   \n  go()\n}\n", "if (a && b) {\n  go()", "if (a && b) {\n  stop()", false)
+	f.Add("", "", "new file\n", false)
+	f.Fuzz(func(t *testing.T, content, old, nw string, all bool) {
+		if len(content) > 1<<16 || len(old) > 1<<12 || len(nw) > 1<<12 {
+			t.Skip()
+		}
+		got, err := ApplyEdits(content, []Edit{{OldString: old, NewString: nw, ReplaceAll: all}})
+		if err != nil {
+			var ee *EditError
+			if !errors.As(err, &ee) || ee.Index != 1 || ee.Error() == "" {
+				t.Fatalf("error is %T %v, want *EditError for edit 1", err, err)
+			}
+			if old == nw && !errors.Is(err, ErrEditNoOp) {
+				t.Fatalf("identical old and new: %v, want ErrEditNoOp", err)
+			}
+			return
+		}
+		if got == content {
+			t.Fatal("success without a change")
+		}
+		// An exact, unique occurrence in an LF file is a plain substring replacement.
+		if old != "" && !strings.Contains(content, "\r") && !strings.Contains(old+nw, "\r") && strings.Count(content, old) == 1 {
+			if want := strings.Replace(content, old, nw, 1); got != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		}
+		// Nothing but whitespace is ever tolerated: the match had old's text.
+		if old != "" && strings.Count(squash(content), squash(old)) == 0 && squash(old) != "" {
+			t.Fatalf("applied although %q is not in the file even without whitespace", old)
+		}
+	})
+}

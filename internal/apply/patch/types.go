@@ -14,6 +14,9 @@ const (
 	MultiSearchReplace Strategy = "multi-search-replace"
 	Unified            Strategy = "unified"
 	ApplyPatch         Strategy = "apply-patch"
+	// EditStrategy is old_string/new_string edits that replace a unique
+	// substring (JSON, or SEARCH/REPLACE blocks whose SEARCH is any text).
+	EditStrategy Strategy = "edit"
 )
 
 // OpKind is what an operation does to the project.

@@ -8,7 +8,7 @@ import (
 )
 
 // Strategies are the values of --strategy and watcher.preferredStrategy.
-var Strategies = []string{"auto", "replace", "new-unified", "multi-search-replace"}
+var Strategies = []string{"auto", "replace", "new-unified", "multi-search-replace", "edit"}
 
 const rule = "---------------------------------------------------------------------------"
 
@@ -90,6 +90,14 @@ Strategy multi-search-replace (use for precise, surgical edits); repeat the bloc
 - The SEARCH part must match the file exactly and only once; include enough lines to make it unique.
 `
 
+const editStrategy = `
+Strategy edit (use to change part of a line, a few words, or one value); one JSON object per change, or a list:
+    ` + "```" + `json // src/config.ts edit
+    [{"old_string": "retries: 3,", "new_string": "retries: 5,"}]
+    ` + "```" + `
+- old_string must occur in the file exactly once, copied exactly (whitespace included); add surrounding text to make it unique, or add "replace_all": true to change every occurrence.
+`
+
 const otherOps = `
 Renaming or moving a file:
     ` + "```" + `json // rename-file
@@ -109,7 +117,7 @@ func System(projectID, strategy string) (string, error) {
 	switch strategy {
 	case "replace":
 		fmt.Fprintf(&b, rules, projectID, "")
-	case "auto", "", "new-unified", "multi-search-replace":
+	case "auto", "", "new-unified", "multi-search-replace", "edit":
 		fmt.Fprintf(&b, rules, projectID, summaryLines)
 		switch strategy {
 		case "new-unified":
@@ -118,6 +126,9 @@ func System(projectID, strategy string) (string, error) {
 		case "multi-search-replace":
 			fmt.Fprintf(&b, strategyIntro, "`multi-search-replace`")
 			b.WriteString(multiSearchReplace)
+		case "edit":
+			fmt.Fprintf(&b, strategyIntro, "`edit`")
+			b.WriteString(editStrategy)
 		default:
 			fmt.Fprintf(&b, strategyIntro, "`new-unified` or `multi-search-replace`")
 			b.WriteString(newUnified)

@@ -46,6 +46,7 @@ func TestSystemStrategies(t *testing.T) {
 		{"", []string{"Strategy new-unified", "Strategy multi-search-replace"}, nil},
 		{"new-unified", []string{"Strategy new-unified", "@@ ... @@"}, []string{"Strategy multi-search-replace"}},
 		{"multi-search-replace", []string{"<<<<<<< SEARCH", ">>>>>>> REPLACE"}, []string{"Strategy new-unified"}},
+		{"edit", []string{"Strategy edit", `"old_string"`, "replace_all"}, []string{"Strategy new-unified", "<<<<<<< SEARCH"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.strategy, func(t *testing.T) {

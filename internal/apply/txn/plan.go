@@ -105,7 +105,7 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 			}
 			out := op.Content
 			var blocks []patch.BlockResult
-			already := false
+			already, noOp := false, false
 			if req.RevertOf == "" || strategy != patch.Replace {
 				// A revert writes snapshot bytes verbatim; anything else goes through the engine.
 				res, err := apply(cur.content, cur.exists, strategy, op.Content, patch.Options{FuzzyThreshold: e.Opts.FuzzyThreshold})
@@ -115,6 +115,8 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 					out, already = cur.content, true // re-applying the same answer changes nothing
 				case err != nil:
 					return nil, &patchError{Path: name, Strategy: strategy, Err: err}
+				case patch.AllNoOp(res.Blocks):
+					out, already, noOp = cur.content, true, true
 				default:
 					out, blocks = res.Content, res.Blocks
 				}
@@ -133,7 +135,9 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 				step.LinesFrom, step.LinesTo = af, at
 			}
 			pl.steps = append(pl.steps, step)
-			if already {
+			if noOp {
+				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Unchanged: %s (the %s block changes nothing: its old and new text are identical)", name, strategy))
+			} else if already {
 				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Unchanged: %s (the %s block is already applied)", name, strategy))
 			} else {
 				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Written: %s (+%d, -%d)", name, step.Added, step.Removed))
