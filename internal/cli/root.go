@@ -112,6 +112,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdRevert(f, nil))
 	root.AddCommand(newCmdGit(f, nil))
 	root.AddCommand(newCmdPatch(f, nil))
+	root.AddCommand(newCmdMCP(f))
 
 	groupCommands(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

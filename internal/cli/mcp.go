@@ -1,0 +1,675 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/apply/patch"
+	"github.com/relaydev/relay/internal/apply/txn"
+	"github.com/relaydev/relay/internal/ask"
+	"github.com/relaydev/relay/internal/ask/backend"
+	"github.com/relaydev/relay/internal/atomicfile"
+	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/mcp"
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/client"
+)
+
+// `relay mcp` is the only place the three jobs meet for an agent host: the
+// protocol lives in internal/mcp, and this file hands it ask, apply and
+// memory as plain functions.
+
+func newCmdMCP(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve relay's tools to an agent host over MCP (stdio)",
+		Long: `Run relay as a Model Context Protocol server on stdin/stdout, for agent hosts
+(Claude Code, Codex, Gemini CLI, Qwen Code; register it with relay install).
+
+Tools: ask (other agent CLIs), apply (file changes as revertable transactions),
+memory (the daemon's threads, state and artifacts). Artifacts are resources
+relay://<thread>/artifacts/<ref>. The memory daemon is started when it is not
+running, as relay up does. The thread defaults to $RELAY_THREAD, else one
+thread per project, remembered in .relaycode/thread.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s := mcp.New(mcpJobs(f))
+			in, out := f.IO.In, f.IO.Out
+			t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
+			err := s.Run(cmd.Context(), t)
+			if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("mcp session ended: %w", err)
+		},
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func mcpJobs(f *Factory) mcp.Jobs {
+	mem := &mcpMemory{f: f}
+	return mcp.Jobs{
+		Ask:           func(ctx context.Context, a mcp.AskArgs) ([]mcp.Answer, error) { return mcpAsk(ctx, f, a) },
+		Apply:         func(ctx context.Context, a mcp.ApplyArgs) (any, error) { return mcpApply(ctx, f, a) },
+		Memory:        mem,
+		Backends:      backend.Names(),
+		DefaultThread: func(ctx context.Context, create bool) (string, error) { return mem.defaultThread(ctx, create) },
+		Explain:       explainErr,
+		Version:       f.Version,
+	}
+}
+
+// explainErr splits an error into relay's message and its "Try:" hint.
+func explainErr(err error) (string, string) {
+	var he *hintError
+	var ae *ask.Error
+	var arg *mcp.ArgError
+	switch {
+	case errors.As(err, &arg):
+		return arg.Msg, arg.Hint
+	case errors.As(err, &he):
+		return err.Error(), he.hint
+	case errors.As(err, &ae):
+		return ae.Message, ae.Hint
+	}
+	return err.Error(), ""
+}
+
+// quietFactory is f with stdout sent to stderr: in an MCP session stdout
+// belongs to the protocol, and relay up prints the daemon's URL there.
+func quietFactory(f *Factory) *Factory {
+	q := *f
+	ios := *f.IO
+	ios.Out = f.IO.ErrOut
+	ios.In = strings.NewReader("")
+	ios.SetTTY(false, false, false)
+	q.IO = &ios
+	return &q
+}
+
+// mcpMemory is the memory daemon as the MCP server sees it: connected on
+// first use, started when it is not running, restarted once if it died.
+type mcpMemory struct {
+	f  *Factory
+	mu sync.Mutex
+	c  *client.Client
+
+	threadMu sync.Mutex
+	thread   string // the default thread, once known
+}
+
+func (m *mcpMemory) client(ctx context.Context, restart bool) (*client.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.c != nil && !restart {
+		return m.c, nil
+	}
+	c, err := memoryClient(m.f)
+	if err != nil {
+		return nil, err
+	}
+	if c.Health(ctx) != nil {
+		if m.f.Getenv("RELAY_URL") != "" {
+			return nil, WithHint(fmt.Errorf("no relay daemon answers at RELAY_URL %s", m.f.Getenv("RELAY_URL")), "start that daemon, or unset RELAY_URL to use a local one")
+		}
+		if err := upRun(ctx, &UpOptions{F: quietFactory(m.f), Host: "127.0.0.1", Wait: 15 * time.Second}); err != nil {
+			return nil, err
+		}
+		if c, err = memoryClient(m.f); err != nil {
+			return nil, err
+		}
+	}
+	m.c = c
+	return c, nil
+}
+
+// do runs fn against the daemon; when the daemon went away mid-session it is
+// started again and fn retried once.
+func (m *mcpMemory) do(ctx context.Context, thread string, fn func(*client.Client) error) error {
+	c, err := m.client(ctx, false)
+	if err != nil {
+		return err
+	}
+	err = fn(c)
+	var ue *client.UnreachableError
+	if errors.As(err, &ue) && ctx.Err() == nil {
+		if c, err = m.client(ctx, true); err != nil {
+			return err
+		}
+		err = fn(c)
+	}
+	return mcpAPIErr(err, thread)
+}
+
+// mcpAPIErr gives daemon errors a next step a model can take with the tools.
+func mcpAPIErr(err error, thread string) error {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		switch {
+		case ae.Code == "version_conflict":
+			return &mcp.ArgError{Msg: fmt.Sprintf("%s (current version: %d)", ae.Message, ae.CurrentVersion),
+				Hint: fmt.Sprintf(`re-read with memory {"op":"header"}, then send the patch again with "version":%d`, ae.CurrentVersion)}
+		case ae.Code == "invalid_patch" || ae.Code == "test_failed":
+			return &mcp.ArgError{Msg: ae.Message, Hint: "fix that operation (RFC 6902: op, path, value/from) and send the patch again"}
+		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
+			return &mcp.ArgError{Msg: ae.Message, Hint: `omit thread to use this project's thread, or make one with memory {"op":"new_thread"}`}
+		case ae.Status == 404 && thread != "":
+			return &mcp.ArgError{Msg: ae.Message, Hint: `find refs with memory {"op":"search","query":"…"} or {"op":"events"}`}
+		case ae.Code == "invalid_args" || ae.Code == "blocked_address":
+			return &mcp.ArgError{Msg: ae.Message, Hint: "check the arguments; fetch reaches public http(s) URLs only"}
+		}
+	}
+	return apiErr(err, thread)
+}
+
+func (m *mcpMemory) NewThread(ctx context.Context, name string) (json.RawMessage, error) {
+	var t memory.Thread
+	err := m.do(ctx, "", func(c *client.Client) (err error) { t, err = c.CreateThread(ctx, name); return err })
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(t)
+}
+
+func (m *mcpMemory) Resolve(ctx context.Context, thread string) (string, error) {
+	var id string
+	err := m.do(ctx, "", func(c *client.Client) (err error) {
+		if _, perr := uuid.Parse(thread); perr == nil && len(thread) == 36 {
+			_, err = c.GetThread(ctx, strings.ToLower(thread))
+			id = strings.ToLower(thread)
+			return err
+		}
+		id, err = resolveThread(ctx, c, thread)
+		return err
+	})
+	return id, err
+}
+
+func (m *mcpMemory) Header(ctx context.Context, thread string, since int) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := m.do(ctx, thread, func(c *client.Client) (err error) {
+		if since > 0 {
+			raw, err = headerSince(ctx, c, thread, since)
+			return err
+		}
+		raw, _, err = c.Header(ctx, thread)
+		return err
+	})
+	return raw, err
+}
+
+// headerSince asks for the header delta; a daemon without it answers the full
+// header, which is still correct for the model.
+func headerSince(ctx context.Context, c *client.Client, thread string, since int) (json.RawMessage, error) {
+	resp, err := c.Do(ctx, client.Request{Method: "GET", Path: fmt.Sprintf("%s/state/header?since=v%d", threadPath(thread), since)})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return bytes.TrimSpace(b), err
+}
+
+func (m *mcpMemory) State(ctx context.Context, thread string, version int) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := m.do(ctx, thread, func(c *client.Client) (err error) { raw, err = c.State(ctx, thread, version); return err })
+	return raw, err
+}
+
+func (m *mcpMemory) Patch(ctx context.Context, thread string, p json.RawMessage, version int) (json.RawMessage, error) {
+	var res memory.PatchResult
+	err := m.do(ctx, thread, func(c *client.Client) (err error) { res, err = c.Patch(ctx, thread, p, version, "relay-mcp"); return err })
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func (m *mcpMemory) Put(ctx context.Context, thread string, a mcp.NewArtifact) (json.RawMessage, error) {
+	var art memory.Artifact
+	err := m.do(ctx, thread, func(c *client.Client) (err error) {
+		art, err = c.PutArtifact(ctx, thread, client.PutArtifactParams{Name: a.Name, Type: a.Type, CreatedBy: a.CreatedBy, Content: strings.NewReader(a.Content)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// the preview is what the model just sent; echoing it back costs tokens for nothing
+	return json.Marshal(map[string]any{"ref": art.Ref, "name": art.Name, "type": art.Type, "size": art.Size, "deduplicated": art.Deduplicated,
+		"uri": mcp.ArtifactURI(thread, art.Ref)})
+}
+
+func (m *mcpMemory) Artifact(ctx context.Context, thread, ref string) (mcp.Artifact, error) {
+	var a memory.Artifact
+	err := m.do(ctx, thread, func(c *client.Client) (err error) { a, err = c.GetArtifact(ctx, thread, ref); return err })
+	return mcp.Artifact{Ref: a.Ref, Name: a.Name, Type: a.Type, Mime: a.Mime, Size: a.Size}, err
+}
+
+func (m *mcpMemory) Content(ctx context.Context, thread, ref string, offset, length int64) ([]byte, error) {
+	var b []byte
+	err := m.do(ctx, thread, func(c *client.Client) error {
+		rc, err := c.ArtifactRaw(ctx, thread, ref)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if _, err := io.CopyN(io.Discard, rc, offset); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		b, err = io.ReadAll(io.LimitReader(rc, length))
+		return err
+	})
+	return b, err
+}
+
+func (m *mcpMemory) Artifacts(ctx context.Context, thread string, limit int) ([]mcp.Artifact, error) {
+	var list []memory.Artifact
+	err := m.do(ctx, thread, func(c *client.Client) (err error) { list, err = c.ListArtifacts(ctx, thread, "", limit); return err })
+	out := make([]mcp.Artifact, len(list))
+	for i, a := range list {
+		out[i] = mcp.Artifact{Ref: a.Ref, Name: a.Name, Type: a.Type, Mime: a.Mime, Size: a.Size}
+	}
+	return out, err
+}
+
+func (m *mcpMemory) Invoke(ctx context.Context, thread, capability string, args json.RawMessage) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := m.do(ctx, thread, func(c *client.Client) error {
+		return apiCall(ctx, c, "POST", "/cap/invoke", map[string]any{"thread_id": thread, "capability": capability, "args": args}, &out)
+	})
+	return out, err
+}
+
+func (m *mcpMemory) Events(ctx context.Context, thread string, after int64, limit int) (json.RawMessage, error) {
+	var evs []memory.Event
+	err := m.do(ctx, thread, func(c *client.Client) (err error) { evs, err = c.Events(ctx, thread, after, limit); return err })
+	if err != nil {
+		return nil, err
+	}
+	if evs == nil {
+		evs = []memory.Event{}
+	}
+	return json.Marshal(map[string]any{"events": evs})
+}
+
+func (m *mcpMemory) Watch(ctx context.Context, thread string, after int64, fn func(mcp.Event)) error {
+	c, err := m.client(ctx, false)
+	if err != nil {
+		return err
+	}
+	return c.Stream(ctx, thread, after, func(e memory.Event) error {
+		fn(mcp.Event{ID: e.ID, Type: e.Type, Data: e.Data})
+		return nil
+	})
+}
+
+// ThreadFile is where relay mcp remembers the project's thread.
+const ThreadFile = "thread"
+
+// defaultThread is $RELAY_THREAD, else the project's thread: read from
+// .relaycode/thread, made on first use.
+func (m *mcpMemory) defaultThread(ctx context.Context, create bool) (string, error) {
+	if t := strings.TrimSpace(m.f.Getenv("RELAY_THREAD")); t != "" {
+		return m.Resolve(ctx, t)
+	}
+	m.threadMu.Lock()
+	defer m.threadMu.Unlock()
+	if m.thread != "" {
+		return m.thread, nil
+	}
+	dir, err := mcpProjectDir(m.f)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, txn.StateDir, ThreadFile)
+	id, err := readThreadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if id != "" {
+		// a thread id from a clone or another machine may not exist here
+		err := m.do(ctx, "", func(c *client.Client) error { _, err := c.GetThread(ctx, id); return err })
+		if err == nil {
+			m.thread = id
+			return id, nil
+		}
+		var arg *mcp.ArgError
+		if !errors.As(err, &arg) { // a missing thread is made again below
+			return "", err
+		}
+	}
+	if !create {
+		return "", nil
+	}
+	var t memory.Thread
+	if err := m.do(ctx, "", func(c *client.Client) (err error) { t, err = c.CreateThread(ctx, filepath.Base(dir)); return err }); err != nil {
+		return "", err
+	}
+	if err := writeThreadFile(path, t.ID); err != nil {
+		return "", err
+	}
+	m.thread = t.ID
+	return t.ID, nil
+}
+
+// mcpProjectDir is the directory of the project config, else the working
+// directory.
+func mcpProjectDir(f *Factory) (string, error) {
+	wd, err := f.WorkDir()
+	if err != nil {
+		return "", err
+	}
+	if file, err := config.Find(wd); err == nil {
+		return filepath.Dir(file), nil
+	}
+	return wd, nil
+}
+
+// readThreadFile reads .relaycode/thread as the hostile data it may be (it can
+// come with a clone): a regular file, not a link, holding one UUID and
+// nothing else. "" means there is none.
+func readThreadFile(path string) (string, error) {
+	for _, p := range []string{filepath.Dir(path), path} {
+		st, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			return "", WithHint(fmt.Errorf("%s is a symbolic link; relay does not follow links in .relaycode/", p), "remove it: relay mcp makes a new thread")
+		}
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", WithHint(fmt.Errorf("%s is not a regular file", path), "remove it: relay mcp makes a new thread")
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, 128))
+	if err != nil {
+		return "", err
+	}
+	id, ok := ParseThreadFile(b)
+	if !ok {
+		return "", WithHint(fmt.Errorf("%s does not hold a thread id (one UUID)", path), "remove it (relay mcp makes a new thread), or pass thread to the tool")
+	}
+	return id, nil
+}
+
+// ParseThreadFile accepts exactly one canonical UUID, optionally followed by a newline.
+func ParseThreadFile(b []byte) (string, bool) {
+	s := strings.TrimSuffix(string(b), "\n")
+	if len(s) != 36 {
+		return "", false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil || u.String() != strings.ToLower(s) {
+		return "", false
+	}
+	return u.String(), true
+}
+
+// writeThreadFile records the thread. When two sessions race to make the
+// project's thread, the first file wins and the other reads it next time.
+func writeThreadFile(path, id string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("remember the project's thread: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return fmt.Errorf("remember the project's thread: %w", err)
+	}
+	return nil
+}
+
+// mcpAsk runs ask for a tool call: no terminal, the session's environment.
+func mcpAsk(ctx context.Context, f *Factory, a mcp.AskArgs) ([]mcp.Answer, error) {
+	wd, err := f.WorkDir()
+	if err != nil {
+		return nil, err
+	}
+	var store *ask.SessionStore
+	if home, err := f.Home(); err == nil && home != "" {
+		store = &ask.SessionStore{Dir: filepath.Join(home, "ask")}
+	}
+	to := a.To
+	if len(to) == 0 {
+		to = []string{"codex"}
+		if b := f.Getenv("PHONE_A_FRIEND_BACKEND"); b != "" {
+			to = strings.Split(b, ",")
+		}
+	}
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = ask.DefaultTimeout
+	}
+	req := ask.Request{To: to, Prompt: a.Prompt, ContextFile: a.ContextFile, ContextText: a.Context,
+		IncludeDiff: a.Diff, DiffBase: a.DiffBase, Sandbox: a.Sandbox, Model: a.Model, TimeoutSeconds: timeout,
+		MaxDepth: ask.DefaultMaxDepth, Session: a.Session, Env: os.Environ(), WorkDir: wd}
+	if a.Diff && a.DiffBase != "" {
+		return nil, &mcp.ArgError{Msg: "use diff or diff_base, not both", Hint: "drop one of them"}
+	}
+	asker := ask.New(store)
+	p, err := asker.Prepare(ctx, req)
+	if err != nil {
+		return nil, askError(err)
+	}
+	answers := asker.Run(ctx, p)
+	out := make([]mcp.Answer, len(answers))
+	for i, x := range answers {
+		o := mcp.Answer{Backend: x.Backend, Model: x.Model, Answer: x.Text, DurationMS: x.Duration.Milliseconds(), Session: x.Session}
+		if x.InputTokens != nil || x.OutputTokens != nil {
+			o.Tokens = map[string]any{}
+			if x.InputTokens != nil {
+				o.Tokens["input"] = *x.InputTokens
+			}
+			if x.OutputTokens != nil {
+				o.Tokens["output"] = *x.OutputTokens
+			}
+		}
+		if x.Err != nil {
+			o.Error, o.Hint = x.Err.Message, x.Err.Hint
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+// mcpApply runs one apply op. Approval follows the project config: with no
+// terminal to ask on, a change that needs a person is rolled back and the
+// model is told so.
+func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
+	cfg, err := f.ProjectConfig()
+	if err != nil {
+		return nil, err
+	}
+	var log []string
+	eng := &txn.Engine{Dir: cfg.Dir, Opts: txnOptions(cfg), Logf: func(format string, args ...any) {
+		if len(log) < 50 {
+			log = append(log, fmt.Sprintf(format, args...))
+		}
+	}}
+	switch a.Op {
+	case "log":
+		return mcpLog(cfg.Dir, a.Limit)
+	case "revert":
+		return mcpRevert(ctx, eng, cfg.Dir, a)
+	}
+	var req txn.Request
+	if a.Op == "answer" {
+		resp, err := patch.Parse(a.Answer)
+		if err != nil {
+			return nil, WithHint(fmt.Errorf("the answer is not a relay response: %w", err),
+				"end the answer with the YAML block (projectId, uuid, changeSummary); relay prompt prints the format")
+		}
+		req = txn.Request{Response: resp}
+	} else {
+		resp, patcher := editRequest(cfg, a)
+		req = txn.Request{Response: resp}
+		eng.Patch = patcher
+	}
+	if a.DryRun {
+		eng.Logf = nil
+		plan, err := eng.DryRun(req)
+		if err != nil {
+			return nil, mcpTxnErr(err)
+		}
+		return map[string]any{"dry_run": true, "plan": plan}, nil
+	}
+	res, err := eng.Run(ctx, req)
+	if err != nil {
+		return nil, mcpTxnErr(err)
+	}
+	st := res.State
+	return map[string]any{"uuid": st.UUID, "files": nonNilFiles(st.Files), "linter_before": res.Baseline, "linter_after": res.Final,
+		"revert": `apply {"op":"revert","ref":"` + st.UUID + `"}`}, nil
+}
+
+func mcpTxnErr(err error) error {
+	var need *txn.NeedsApprovalError
+	if errors.As(err, &need) {
+		return WithHint(err, `the project's approvalMode is manual: ask the user to apply it (relay apply FILE -y), or set "approvalMode": "auto" in relaycode.config.json`)
+	}
+	var fail *txn.Failure
+	if errors.As(err, &fail) && fail.Step == "patch" {
+		return WithHint(err, `re-read the file and send old_string exactly as it is now (op=edit), or resend that block (op=answer); dry_run shows where blocks land`)
+	}
+	return txnError(err, "")
+}
+
+// editRequest makes one old_string/new_string edit a transaction of its own:
+// the replacement runs inside the engine, against the file as the transaction
+// snapshotted it, so it is logged, linted and revertable like any answer.
+func editRequest(cfg *config.Config, a mcp.ApplyArgs) (*patch.Response, txn.Patcher) {
+	summary := "Edit " + a.Path
+	resp := &patch.Response{
+		Control: patch.Control{ProjectID: cfg.ProjectID, UUID: uuid.NewString(), PromptSummary: summary, GitCommitMsg: summary,
+			ChangeSummary: []patch.ChangeSummaryItem{{Action: "edit", Path: a.Path}}},
+		Operations: []patch.Operation{{Kind: patch.OpWrite, Path: a.Path, Strategy: patch.Replace, Content: editMarker}},
+		Reasoning:  []string{"Edit made through relay mcp (old_string/new_string)."},
+	}
+	patcher := func(original string, exists bool, strategy patch.Strategy, body string, opts patch.Options) (patch.Result, error) {
+		if body != editMarker {
+			return patch.Apply(original, exists, strategy, body, opts)
+		}
+		out, err := replaceString(original, exists, a.OldString, a.NewString, a.ReplaceAll)
+		if err != nil {
+			return patch.Result{}, err
+		}
+		return patch.Result{Content: out, Strategy: patch.Replace}, nil
+	}
+	return resp, patcher
+}
+
+const editMarker = "\x00relay-mcp-edit\x00"
+
+// replaceString is the old_string/new_string edit: old must occur exactly
+// once (or at least once with all), so an edit never lands somewhere the
+// model did not mean. An empty old creates a file that does not exist.
+func replaceString(original string, exists bool, old, new string, all bool) (string, error) {
+	if old == "" {
+		if exists && original != "" {
+			return "", errors.New("old_string is empty but the file exists and is not empty; give the text to replace")
+		}
+		return new, nil
+	}
+	if !exists {
+		return "", errors.New("the file does not exist; to create it, send an empty old_string")
+	}
+	n := strings.Count(original, old)
+	switch {
+	case n == 0:
+		return "", errors.New("old_string was not found in the file")
+	case n > 1 && !all:
+		return "", fmt.Errorf("old_string occurs %d times; add surrounding lines so it is unique, or set replace_all", n)
+	case all:
+		return strings.ReplaceAll(original, old, new), nil
+	}
+	return strings.Replace(original, old, new, 1), nil
+}
+
+func mcpLog(dir string, limit int) (any, error) {
+	all, err := txn.List(dir)
+	if err != nil {
+		return nil, WithHint(err, "fix or move the broken file in .relaycode/")
+	}
+	if limit <= 0 {
+		limit = 20
+	}
+	reverted := txn.RevertedByMap(all)
+	entries := []logEntry{}
+	for i, s := range all {
+		if i == limit {
+			break
+		}
+		entries = append(entries, logEntry{Index: i + 1, UUID: s.UUID, CreatedAt: s.CreatedAt, PromptSummary: s.PromptSummary, GitCommitMsg: s.GitCommitMsg,
+			Files: nonNilFiles(s.Files), RevertOf: s.RevertOf, RevertedBy: reverted[s.UUID]})
+	}
+	return map[string]any{"transactions": entries, "total": len(all)}, nil
+}
+
+func mcpRevert(ctx context.Context, eng *txn.Engine, dir string, a mcp.ApplyArgs) (any, error) {
+	ref := a.Ref
+	if ref == "" {
+		ref = "1"
+	}
+	st, err := txn.Find(dir, ref)
+	if err != nil {
+		var nf *txn.NotFoundError
+		if errors.As(err, &nf) {
+			return nil, WithHint(err, `list transactions with apply {"op":"log"}`)
+		}
+		return nil, err
+	}
+	if by, err := txn.RevertedBy(dir, st); err == nil && by != "" && !a.Force {
+		return nil, WithHint(fmt.Errorf("transaction %s was already reverted by %s", st.UUID, by), `revert the revert to bring it back: apply {"op":"revert","ref":"`+by+`"}`)
+	}
+	changed, err := txn.Changed(dir, st)
+	if err != nil {
+		return nil, err
+	}
+	if len(changed) > 0 && !a.Force {
+		return nil, WithHint(fmt.Errorf("the files of transaction %s changed since it was applied: %s; reverting would lose those edits", st.UUID, strings.Join(changed, ", ")),
+			`set "force":true to discard the later edits`)
+	}
+	req, err := txn.RevertRequest(st)
+	if err != nil {
+		return nil, err
+	}
+	req.Yes = true // the tool call is the request to revert
+	if a.DryRun {
+		plan, err := eng.DryRun(req)
+		if err != nil {
+			return nil, mcpTxnErr(err)
+		}
+		return map[string]any{"dry_run": true, "reverts": st.UUID, "plan": plan}, nil
+	}
+	res, err := eng.Run(ctx, req)
+	if err != nil {
+		return nil, mcpTxnErr(err)
+	}
+	return map[string]any{"uuid": res.State.UUID, "reverted": st.UUID, "files": nonNilFiles(res.State.Files)}, nil
+}
