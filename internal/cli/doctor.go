@@ -47,6 +47,7 @@ func doctorChecks() []doctorCheck {
 	checks = append(checks, capDoctorChecks()...)
 	checks = append(checks, uiDoctorChecks()...)
 	checks = append(checks, clipboardDoctorChecks()...)
+	checks = append(checks, mcpDoctorChecks()...)
 	return checks
 }
 

@@ -234,7 +234,10 @@ func (m *mcpMemory) State(ctx context.Context, thread string, version int) (json
 
 func (m *mcpMemory) Patch(ctx context.Context, thread string, p json.RawMessage, version int) (json.RawMessage, error) {
 	var res memory.PatchResult
-	err := m.do(ctx, thread, func(c *client.Client) (err error) { res, err = c.Patch(ctx, thread, p, version, "relay-mcp"); return err })
+	err := m.do(ctx, thread, func(c *client.Client) (err error) {
+		res, err = c.Patch(ctx, thread, p, version, "relay-mcp")
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdRevert(f, nil))
 	root.AddCommand(newCmdGit(f, nil))
 	root.AddCommand(newCmdPatch(f, nil))
-	root.AddCommand(newCmdMCP(f))
+	root.AddCommand(newCmdMCP(f), newCmdInstall(f, false), newCmdInstall(f, true))
 
 	groupCommands(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -131,6 +131,7 @@ var commandGroups = []struct {
 	{"apply", "Apply LLM answers (relaycode):", []string{"init", "prompt", "watch", "apply", "patch", "log", "revert", "git"}},
 	{"ask", "Ask another agent (phone a friend):", []string{"ask", "backends"}},
 	{"memory", "Agent memory (the relay daemon):", []string{"up", "down", "status", "thread", "runs", "show", "tail", "open", "state", "artifact", "cap", "stats", "report", "export", "import"}},
+	{"agents", "Agent hosts (MCP):", []string{"mcp", "install", "uninstall"}},
 	{"setup", "Setup and diagnostics:", []string{"doctor", "config", "version"}},
 }
 

@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/atomicfile"
+	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/mcp/hosts"
+)
+
+// InstallOptions are the inputs of `relay install` and `relay uninstall`.
+type InstallOptions struct {
+	IO      *iostreams.IOStreams
+	F       *Factory
+	Hosts   []string
+	Scope   string
+	DryRun  bool
+	Command string
+	Remove  bool
+}
+
+func newCmdInstall(f *Factory, remove bool) *cobra.Command {
+	opts := &InstallOptions{IO: f.IO, F: f, Remove: remove}
+	verb, short := "install", "Register relay mcp in an agent host (claude, codex, gemini, qwen, all)"
+	long := `Register ` + "`relay mcp`" + ` in each host's own configuration, the way that host documents it:
+
+  claude   user: ~/.claude.json mcpServers.relay   project: .mcp.json
+           plus the slash commands /relay-ask and /relay-apply (~/.claude/commands or .claude/commands)
+  codex    user: ~/.codex/config.toml [mcp_servers.relay] ($CODEX_HOME)   project: .codex/config.toml
+  gemini   user: ~/.gemini/settings.json mcpServers.relay   project: .gemini/settings.json
+  qwen     user: ~/.qwen/settings.json mcpServers.relay     project: .qwen/settings.json
+
+Only relay's entry is written; every other byte of those files stays as it was. Running it
+again changes nothing. --dry-run prints the change as a unified diff and writes nothing.
+Codex gets default_tools_approval_mode = "approve" and Gemini CLI / Qwen Code "trust": true,
+so headless runs may call relay's tools; Claude Code asks before the first call
+(allow it once, or run claude --allowedTools mcp__relay).`
+	if remove {
+		verb, short = "uninstall", "Remove relay mcp from an agent host's configuration"
+		long = `Remove relay's entry (and, for claude, the /relay-ask and /relay-apply commands relay
+wrote) from each host's configuration. Everything else in those files stays byte for byte.`
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " claude|codex|gemini|qwen|all...",
+		Short: short,
+		Long:  long,
+		Example: `  relay ` + verb + ` all
+  relay ` + verb + ` claude --scope project
+  relay ` + verb + ` codex --dry-run`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "all" {
+					opts.Hosts = append(opts.Hosts, hosts.Names...)
+					continue
+				}
+				if !contains(hosts.Names, a) {
+					return WithHint(Usagef("unknown host %q", a), "relay "+verb+" claude|codex|gemini|qwen|all")
+				}
+				opts.Hosts = append(opts.Hosts, a)
+			}
+			opts.Hosts = dedupeStrings(opts.Hosts)
+			if opts.Scope != string(hosts.User) && opts.Scope != string(hosts.Project) {
+				return WithHint(Usagef("--scope must be user or project, got %q", opts.Scope), "relay "+verb+" --help")
+			}
+			return installRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Scope, "scope", "user", "user (your home directory) or project (this project's files)")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the change as a unified diff; write nothing")
+	if !remove {
+		cmd.Flags().StringVar(&opts.Command, "command", "", "command the host runs (default: this relay binary's absolute path)")
+	}
+	return cmd
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupeStrings(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func hostEnv(f *Factory) (hosts.Env, error) {
+	home := f.Getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return hosts.Env{}, WithHint(errors.New("cannot find your home directory"), "set HOME")
+		}
+		home = h
+	}
+	dir, err := mcpProjectDir(f)
+	if err != nil {
+		return hosts.Env{}, err
+	}
+	return hosts.Env{Home: home, ProjectDir: dir, Getenv: f.Getenv}, nil
+}
+
+// mcpServer is the command hosts run: this binary by absolute path (hosts
+// start servers with their own PATH), plus the RELAY_* settings that must
+// reach it (Codex passes servers only a short list of variables).
+func mcpServer(f *Factory, command string) (hosts.Server, error) {
+	if command == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return hosts.Server{}, WithHint(fmt.Errorf("find the relay binary: %w", err), "relay install --command /path/to/relay")
+		}
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		command = exe
+	}
+	srv := hosts.Server{Command: command, Args: []string{"mcp"}}
+	for _, k := range []string{"RELAY_HOME", "RELAY_URL"} {
+		if v := f.Getenv(k); v != "" {
+			if srv.Env == nil {
+				srv.Env = map[string]string{}
+			}
+			srv.Env[k] = v
+		}
+	}
+	return srv, nil
+}
+
+func installRun(opts *InstallOptions) error {
+	env, err := hostEnv(opts.F)
+	if err != nil {
+		return err
+	}
+	scope := hosts.Scope(opts.Scope)
+	var srv hosts.Server
+	if !opts.Remove {
+		if srv, err = mcpServer(opts.F, opts.Command); err != nil {
+			return err
+		}
+	}
+	out, errOut := opts.IO.Out, opts.IO.ErrOut
+	for _, host := range opts.Hosts {
+		var changes []hosts.Change
+		if opts.Remove {
+			changes, err = hosts.Uninstall(host, scope, env)
+		} else {
+			changes, err = hosts.Install(host, scope, env, srv)
+		}
+		if err != nil {
+			return WithHint(fmt.Errorf("%s: %w", host, err), "fix that file by hand (or move it away), then run relay "+verb(opts)+" "+host+" again")
+		}
+		path, _ := hosts.ConfigPath(host, scope, env)
+		for _, c := range changes {
+			if c.Skip {
+				fmt.Fprintf(errOut, "%s: %s: %s\n", host, c.Note, c.Path)
+			}
+		}
+		if len(changes) == 0 || allSkipped(changes) {
+			if opts.Remove {
+				fmt.Fprintf(errOut, "%s: relay is not registered in %s\n", host, path)
+			} else {
+				fmt.Fprintf(errOut, "%s: relay is already registered in %s\n", host, path)
+			}
+			continue
+		}
+		for _, c := range changes {
+			if c.Skip {
+				continue
+			}
+			if opts.DryRun {
+				fmt.Fprint(out, hosts.UnifiedDiff(c))
+				continue
+			}
+			if err := writeChange(c); err != nil {
+				return WithHint(fmt.Errorf("%s: %w", host, err), "relay "+verb(opts)+" "+host+" again")
+			}
+			fmt.Fprintf(errOut, "%s: %s (%s)\n", host, c.Note, c.Path)
+		}
+		if !opts.Remove && !opts.DryRun {
+			if hint := hostNote(host, scope); hint != "" {
+				fmt.Fprintf(errOut, "%s: %s\n", host, hint)
+			}
+		}
+	}
+	if opts.DryRun {
+		fmt.Fprintln(errOut, "Dry run: nothing was written.")
+	}
+	return nil
+}
+
+func allSkipped(cs []hosts.Change) bool {
+	for _, c := range cs {
+		if !c.Skip {
+			return false
+		}
+	}
+	return true
+}
+
+func verb(opts *InstallOptions) string {
+	if opts.Remove {
+		return "uninstall"
+	}
+	return "install"
+}
+
+func hostNote(host string, scope hosts.Scope) string {
+	switch {
+	case host == "claude":
+		return "Claude Code asks before relay's first tool call; allow it there, or run claude --allowedTools mcp__relay"
+	case host == "codex" && scope == hosts.Project:
+		return `codex reads .codex/config.toml only in a trusted project ([projects."<dir>"] trust_level = "trusted" in ~/.codex/config.toml)`
+	case host == "gemini" && scope == hosts.Project:
+		return "Gemini CLI loads project servers only in a trusted folder"
+	}
+	return ""
+}
+
+// writeChange writes one file atomically, keeping its permission bits, and
+// refuses when the host rewrote the file since relay read it.
+func writeChange(c hosts.Change) error {
+	cur, err := os.ReadFile(c.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		cur = nil
+	case err != nil:
+		return err
+	}
+	if !bytes.Equal(cur, c.Old) || (cur == nil) != (c.Old == nil) {
+		return fmt.Errorf("%s changed while relay was editing it", c.Path)
+	}
+	if c.New == nil {
+		return os.Remove(c.Path)
+	}
+	mode := fs.FileMode(0o644)
+	if strings.HasSuffix(c.Path, ".claude.json") {
+		mode = 0o600 // Claude Code keeps account state there
+	}
+	if st, err := os.Stat(c.Path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(c.Path, c.New, mode)
+}
+
+// mcpDoctorChecks show, per host, whether relay mcp is registered and where.
+func mcpDoctorChecks() []doctorCheck {
+	var checks []doctorCheck
+	for _, host := range hosts.Names {
+		checks = append(checks, doctorCheck{Name: "mcp " + host, Run: func(ctx context.Context, f *Factory) checkResult {
+			env, err := hostEnv(f)
+			if err != nil {
+				return checkResult{Status: statusWarn, Detail: err.Error()}
+			}
+			var where []string
+			for _, r := range hosts.Status(host, env) {
+				switch {
+				case r.Error != "":
+					return checkResult{Status: statusWarn, Detail: r.Path + ": " + r.Error, Hint: "fix that file, then relay install " + host}
+				case r.Registered:
+					where = append(where, fmt.Sprintf("%s (%s, runs %s)", r.Scope, r.Path, r.Command))
+				}
+			}
+			if len(where) == 0 {
+				return checkResult{Status: statusWarn, Detail: "relay is not registered", Hint: "relay install " + host}
+			}
+			return checkResult{Status: statusOK, Detail: "registered: " + strings.Join(where, "; ")}
+		}})
+	}
+	return checks
+}

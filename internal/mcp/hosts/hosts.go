@@ -1,0 +1,370 @@
+// Package hosts registers `relay mcp` in the configuration of each agent
+// host (Claude Code, Codex, Gemini CLI, Qwen Code) the way that host documents
+// it, and removes it again, changing nothing else in those files.
+package hosts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ServerName is the name relay is registered under in every host.
+const ServerName = "relay"
+
+// Names are the hosts relay installs into, in `all` order.
+var Names = []string{"claude", "codex", "gemini", "qwen"}
+
+// Scope is where a registration lives.
+type Scope string
+
+// Scopes.
+const (
+	User    Scope = "user"
+	Project Scope = "project"
+)
+
+// Env is what locating host files needs.
+type Env struct {
+	Home       string
+	ProjectDir string
+	Getenv     func(string) string
+}
+
+func (e Env) getenv(k string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(k)
+}
+
+// Server is the command a host runs.
+type Server struct {
+	Command string
+	Args    []string
+	Env     map[string]string
+}
+
+// Change is one file to write (New nil: remove the file).
+type Change struct {
+	Path string
+	Old  []byte // nil: the file does not exist
+	New  []byte
+	Note string // what the change is, for the user
+	// Skip is a file relay leaves alone (a user's own slash command of the same name).
+	Skip bool
+}
+
+// maxConfig bounds how much of a host's config file is read.
+const maxConfig = 32 << 20
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConfig {
+		return nil, fmt.Errorf("%s is larger than %d MB; relay will not edit it", path, maxConfig>>20)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
+// ConfigPath is the file holding relay's registration for host and scope.
+func ConfigPath(host string, scope Scope, env Env) (string, error) {
+	if scope == Project && env.ProjectDir == "" {
+		return "", errors.New("no project directory")
+	}
+	switch host {
+	case "claude":
+		if scope == Project {
+			return filepath.Join(env.ProjectDir, ".mcp.json"), nil
+		}
+		if d := env.getenv("CLAUDE_CONFIG_DIR"); d != "" {
+			return filepath.Join(d, ".claude.json"), nil
+		}
+		return filepath.Join(env.Home, ".claude.json"), nil
+	case "codex":
+		if scope == Project {
+			return filepath.Join(env.ProjectDir, ".codex", "config.toml"), nil
+		}
+		if d := env.getenv("CODEX_HOME"); d != "" {
+			return filepath.Join(d, "config.toml"), nil
+		}
+		return filepath.Join(env.Home, ".codex", "config.toml"), nil
+	case "gemini", "qwen":
+		base := env.Home
+		if scope == Project {
+			base = env.ProjectDir
+		}
+		return filepath.Join(base, "."+host, "settings.json"), nil
+	}
+	return "", fmt.Errorf("unknown host %q (one of: %s, all)", host, strings.Join(Names, ", "))
+}
+
+// commandsDir is where Claude Code looks for slash commands.
+func commandsDir(scope Scope, env Env) string {
+	if scope == Project {
+		return filepath.Join(env.ProjectDir, ".claude", "commands")
+	}
+	if d := env.getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return filepath.Join(d, "commands")
+	}
+	return filepath.Join(env.Home, ".claude", "commands")
+}
+
+// jsonEntry is relay's mcpServers entry for a JSON host.
+func jsonEntry(host string, srv Server) orderedObject {
+	e := orderedObject{}
+	if host == "claude" {
+		e = append(e, kv{"type", "stdio"})
+	}
+	args := srv.Args
+	if args == nil {
+		args = []string{}
+	}
+	e = append(e, kv{"command", srv.Command}, kv{"args", args})
+	if len(srv.Env) > 0 {
+		env := orderedObject{}
+		for _, k := range sortedKeys(srv.Env) {
+			env = append(env, kv{k, srv.Env[k]})
+		}
+		e = append(e, kv{"env", env})
+	}
+	if host == "gemini" || host == "qwen" {
+		// headless runs leave untrusted servers' tools out of the request entirely
+		e = append(e, kv{"trust", true})
+	}
+	return e
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// codexBlock is relay's [mcp_servers.relay] table.
+func codexBlock(srv Server) string {
+	var b strings.Builder
+	b.WriteString("[mcp_servers." + ServerName + "]\n")
+	b.WriteString("command = " + tomlString(srv.Command) + "\n")
+	args := make([]string, len(srv.Args))
+	for i, a := range srv.Args {
+		args[i] = tomlString(a)
+	}
+	b.WriteString("args = [" + strings.Join(args, ", ") + "]\n")
+	// codex exec never asks: without this every relay call is refused
+	b.WriteString("default_tools_approval_mode = \"approve\"\n")
+	// a friend's answer can take minutes; codex's default tool timeout is shorter
+	b.WriteString("tool_timeout_sec = 900\n")
+	if len(srv.Env) > 0 {
+		b.WriteString("\n[mcp_servers." + ServerName + ".env]\n")
+		for _, k := range sortedKeys(srv.Env) {
+			b.WriteString(tomlKey(k) + " = " + tomlString(srv.Env[k]) + "\n")
+		}
+	}
+	return b.String()
+}
+
+func tomlKey(k string) string {
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return tomlString(k)
+		}
+	}
+	return k
+}
+
+// Install returns the changes that register srv in host; an already current
+// registration gives no change.
+func Install(host string, scope Scope, env Env, srv Server) ([]Change, error) {
+	path, err := ConfigPath(host, scope, env)
+	if err != nil {
+		return nil, err
+	}
+	old, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var next []byte
+	if host == "codex" {
+		next, err = SetTOMLTable(old, "mcp_servers."+ServerName, codexBlock(srv))
+	} else {
+		next, err = setJSONEntry(old, jsonEntry(host, srv))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var changes []Change
+	if !bytes.Equal(old, next) || old == nil {
+		changes = append(changes, Change{Path: path, Old: old, New: next, Note: "register relay mcp"})
+	}
+	if host == "claude" {
+		for _, c := range slashCommands {
+			p := filepath.Join(commandsDir(scope, env), c.file)
+			cur, err := readFile(p)
+			if err != nil {
+				return nil, err
+			}
+			if cur != nil && !bytes.Contains(cur, []byte(commandMarker)) {
+				changes = append(changes, Change{Path: p, Old: cur, New: cur, Skip: true, Note: "kept your own /" + strings.TrimSuffix(c.file, ".md") + " (not written by relay)"})
+				continue
+			}
+			if !bytes.Equal(cur, []byte(c.text)) {
+				changes = append(changes, Change{Path: p, Old: cur, New: []byte(c.text), Note: "slash command /" + strings.TrimSuffix(c.file, ".md")})
+			}
+		}
+	}
+	return changes, nil
+}
+
+func setJSONEntry(old []byte, entry orderedObject) ([]byte, error) {
+	want, _ := json.Marshal(entry)
+	if cur, ok, err := GetJSON(old, "mcpServers", ServerName); err != nil {
+		return nil, err
+	} else if ok && jsonEqual(cur, want) {
+		return old, nil
+	}
+	next, err := SetJSON(old, entry, "mcpServers", ServerName)
+	if err != nil {
+		return nil, err
+	}
+	if got, ok, err := GetJSON(next, "mcpServers", ServerName); err != nil || !ok || !jsonEqual(got, want) {
+		return nil, fmt.Errorf("the edit did not produce relay's entry (%v); fix the file by hand", err)
+	}
+	return next, nil
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// Uninstall returns the changes that remove relay from host.
+func Uninstall(host string, scope Scope, env Env) ([]Change, error) {
+	path, err := ConfigPath(host, scope, env)
+	if err != nil {
+		return nil, err
+	}
+	old, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var changes []Change
+	if old != nil {
+		var next []byte
+		var found bool
+		if host == "codex" {
+			next, found, err = DeleteTOMLTable(old, "mcp_servers."+ServerName)
+		} else {
+			next, found, err = DeleteJSON(old, true, "mcpServers", ServerName)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if found {
+			changes = append(changes, Change{Path: path, Old: old, New: next, Note: "unregister relay mcp"})
+		}
+	}
+	if host == "claude" {
+		for _, c := range slashCommands {
+			p := filepath.Join(commandsDir(scope, env), c.file)
+			cur, err := readFile(p)
+			if err != nil {
+				return nil, err
+			}
+			if cur != nil && bytes.Contains(cur, []byte(commandMarker)) {
+				changes = append(changes, Change{Path: p, Old: cur, New: nil, Note: "remove slash command /" + strings.TrimSuffix(c.file, ".md")})
+			}
+		}
+	}
+	return changes, nil
+}
+
+// Registration is what a host's config says about relay.
+type Registration struct {
+	Host       string `json:"host"`
+	Scope      Scope  `json:"scope"`
+	Path       string `json:"path"`
+	Registered bool   `json:"registered"`
+	Command    string `json:"command,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Status reads each scope's config of host.
+func Status(host string, env Env) []Registration {
+	var out []Registration
+	for _, scope := range []Scope{User, Project} {
+		path, err := ConfigPath(host, scope, env)
+		if err != nil {
+			continue
+		}
+		r := Registration{Host: host, Scope: scope, Path: path}
+		b, err := readFile(path)
+		if err != nil {
+			r.Error = err.Error()
+			out = append(out, r)
+			continue
+		}
+		if b == nil {
+			out = append(out, r)
+			continue
+		}
+		if host == "codex" {
+			v, err := decodeTOML(b)
+			if err != nil {
+				r.Error = "not valid TOML: " + err.Error()
+			} else if t, ok := tomlTable(v, "mcp_servers", ServerName); ok {
+				r.Registered = true
+				r.Command, _ = t["command"].(string)
+			}
+		} else {
+			raw, ok, err := GetJSON(b, "mcpServers", ServerName)
+			if err != nil {
+				r.Error = err.Error()
+			} else if ok {
+				r.Registered = true
+				var e struct {
+					Command string `json:"command"`
+				}
+				_ = json.Unmarshal(raw, &e)
+				r.Command = e.Command
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
