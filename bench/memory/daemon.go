@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/relaydev/relay/internal/memory/server"
 )
 
@@ -32,10 +34,10 @@ func startDaemon(cfg *config, home string) (*daemon, error) {
 	}
 	if cfg.inprocess {
 		ctx, cancel := context.WithCancel(context.Background())
-		ready := make(chan server.Info, 1)
+		ready := make(chan relayhome.Info, 1)
 		done := make(chan error, 1)
 		go func() {
-			done <- server.Run(ctx, server.RunOptions{Home: home, Port: 0, Version: "bench", Sync: cfg.sync, Ready: func(i server.Info) { ready <- i }})
+			done <- server.Run(ctx, server.RunOptions{Home: home, Port: 0, Version: "bench", Sync: cfg.sync, Ready: func(i relayhome.Info) { ready <- i }})
 		}()
 		select {
 		case info := <-ready:
@@ -80,7 +82,7 @@ func startDaemon(cfg *config, home string) (*daemon, error) {
 			return nil, fmt.Errorf("the daemon exited at start (%v): %s", err, strings.TrimSpace(string(b)))
 		case <-time.After(10 * time.Millisecond):
 		}
-		info, err := server.ReadInfo(home)
+		info, err := relayhome.ReadInfo(home)
 		if err != nil || info.PID != cmd.Process.Pid {
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/ask"
@@ -96,7 +98,7 @@ func sessionStore(home func() (string, error)) (*ask.SessionStore, error) {
 	if err != nil {
 		return nil, WithHint(err, "set RELAY_HOME to a writable directory")
 	}
-	return &ask.SessionStore{Dir: filepath.Join(h, "ask")}, nil
+	return &ask.SessionStore{Dir: filepath.Join(h, relayhome.AskDir)}, nil
 }
 
 func newCmdAskSessions(f *Factory) *cobra.Command {
@@ -221,7 +223,7 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	if asker == nil {
 		var store *ask.SessionStore
 		if home, err := opts.Home(); err == nil && home != "" {
-			store = &ask.SessionStore{Dir: filepath.Join(home, "ask")}
+			store = &ask.SessionStore{Dir: filepath.Join(home, relayhome.AskDir)}
 		}
 		asker = ask.New(store)
 	}

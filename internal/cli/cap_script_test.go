@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/relaydev/relay/internal/relayhome"
 
-	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func init() {
@@ -48,15 +48,15 @@ func init() {
 		work := env.WorkDir
 		env.Defer(func() {
 			_ = filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() || d.Name() != server.InfoFile {
+				if err != nil || d.IsDir() || d.Name() != relayhome.InfoFile {
 					return nil
 				}
 				home := filepath.Dir(p)
-				info, err := server.ReadInfo(home)
+				info, err := relayhome.ReadInfo(home)
 				if err != nil || info.PID <= 0 {
 					return nil
 				}
-				if pid, _ := server.LockHolder(home); pid == info.PID {
+				if pid, _ := relayhome.LockHolder(home); pid == info.PID {
 					_ = syscall.Kill(info.PID, syscall.SIGTERM)
 				}
 				return nil

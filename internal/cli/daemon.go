@@ -15,10 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/memory/server"
@@ -105,7 +106,7 @@ terminal until Ctrl-C.`,
 			return upRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().IntVar(&opts.Port, "port", config.DefaultPort, "preferred port (the next free one is used when taken; default from config.json)")
+	cmd.Flags().IntVar(&opts.Port, "port", relayhome.DefaultPort, "preferred port (the next free one is used when taken; default from config.json)")
 	cmd.Flags().StringVar(&opts.Host, "host", "127.0.0.1", "address to listen on (keep loopback unless you set a token)")
 	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run in this terminal instead of the background")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the daemon's address as JSON")
@@ -118,7 +119,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	if err != nil {
 		return err
 	}
-	u, err := config.LoadUser(home)
+	u, err := relayhome.LoadUser(home)
 	if err != nil {
 		return WithHint(err, "relay init")
 	}
@@ -134,8 +135,8 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	}
 	// the background daemon's own warning lands in its log; the user must see it here
 	warnExposed(f.IO.ErrOut, opts.Host, u.Token)
-	if pid, _ := server.LockHolder(home); pid != 0 {
-		if info, err := server.ReadInfo(home); err == nil {
+	if pid, _ := relayhome.LockHolder(home); pid != 0 {
+		if info, err := relayhome.ReadInfo(home); err == nil {
 			fmt.Fprintf(f.IO.ErrOut, "relay daemon already running (pid %d)\n", pid)
 			return printUp(f.IO, opts.JSON, info)
 		}
@@ -147,7 +148,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", home, err)
 	}
-	logPath := filepath.Join(home, server.LogFile)
+	logPath := filepath.Join(home, relayhome.LogFile)
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open daemon log: %w", err)
@@ -179,7 +180,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 			_ = child.Process.Signal(syscall.SIGTERM)
 			return ctx.Err()
 		case <-tick.C:
-			info, err := server.ReadInfo(home)
+			info, err := relayhome.ReadInfo(home)
 			if err != nil || info.PID != child.Process.Pid {
 				continue
 			}
@@ -197,7 +198,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	}
 }
 
-func printUp(io *iostreams.IOStreams, asJSON bool, info server.Info) error {
+func printUp(io *iostreams.IOStreams, asJSON bool, info relayhome.Info) error {
 	if asJSON {
 		return writeJSON(io.Out, info)
 	}
@@ -231,7 +232,7 @@ func upForeground(ctx context.Context, opts *UpOptions, home string, port int, t
 	}
 	warnExposed(opts.F.IO.ErrOut, opts.Host, token)
 	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
-		LogLevel: level, Sync: opts.F.Getenv("RELAY_DB_SYNC"), Ready: func(info server.Info) {
+		LogLevel: level, Sync: opts.F.Getenv("RELAY_DB_SYNC"), Ready: func(info relayhome.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
 		}})
 	if errors.Is(err, server.ErrAlreadyRunning) {
@@ -272,14 +273,14 @@ func downRun(ctx context.Context, opts *DownOptions) error {
 	if err != nil {
 		return err
 	}
-	pid, err := server.LockHolder(home)
+	pid, err := relayhome.LockHolder(home)
 	if err != nil {
 		return err
 	}
 	if pid == 0 {
 		// Files left by a crash are stale: nobody holds the lock.
-		os.Remove(filepath.Join(home, server.InfoFile))
-		os.Remove(filepath.Join(home, server.PIDFile))
+		os.Remove(filepath.Join(home, relayhome.InfoFile))
+		os.Remove(filepath.Join(home, relayhome.PIDFile))
 		fmt.Fprintln(opts.F.IO.ErrOut, "relay daemon is not running")
 		return nil
 	}
@@ -288,7 +289,7 @@ func downRun(ctx context.Context, opts *DownOptions) error {
 	}
 	deadline := time.Now().Add(opts.Wait)
 	for time.Now().Before(deadline) {
-		if p, _ := server.LockHolder(home); p != pid {
+		if p, _ := relayhome.LockHolder(home); p != pid {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon stopped (pid %d)\n", pid)
 			return nil
 		}

@@ -11,10 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/relaydev/relay/internal/memory/client"
-	"github.com/relaydev/relay/internal/memory/server"
 )
 
 func init() {
@@ -106,11 +107,11 @@ func cmdHoldPort(ts *testscript.TestScript, neg bool, args []string) {
 // cmdKillDaemon sends SIGKILL to the daemon of $RELAY_HOME and waits for it to die.
 func cmdKillDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	home := ts.Getenv("RELAY_HOME")
-	info, err := server.ReadInfo(home)
+	info, err := relayhome.ReadInfo(home)
 	ts.Check(err)
 	ts.Check(syscall.Kill(info.PID, syscall.SIGKILL))
 	for i := 0; i < 500; i++ {
-		if pid, _ := server.LockHolder(home); pid == 0 {
+		if pid, _ := relayhome.LockHolder(home); pid == 0 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

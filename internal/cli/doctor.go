@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/config"
@@ -183,7 +185,7 @@ func checkHome(ctx context.Context, f *Factory) checkResult {
 	if err := writable(home); err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix its permissions or set RELAY_HOME"}
 	}
-	if _, err := config.LoadUser(home); err != nil {
+	if _, err := relayhome.LoadUser(home); err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error()}
 	}
 	return checkResult{Status: statusOK, Detail: home + " is writable"}

@@ -3,6 +3,8 @@ package cli
 import (
 	"os"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
 )
@@ -26,7 +28,7 @@ func newFactory(ios *iostreams.IOStreams, version string) *Factory {
 		Version: version,
 		WorkDir: os.Getwd,
 		Getenv:  os.Getenv,
-		Home:    config.Home,
+		Home:    relayhome.Dir,
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/apply/prompt"
@@ -94,7 +96,7 @@ func initRun(opts *InitOptions) error {
 	if err != nil {
 		return err
 	}
-	created, err := config.EnsureHome(home)
+	created, err := relayhome.EnsureHome(home)
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/relaydev/relay/internal/memory/sqlite"
 
 	"github.com/relaydev/relay/internal/memory/client"
-	"github.com/relaydev/relay/internal/memory/server"
 )
 
 // memoryDoctorChecks are the daemon and store diagnostics.
@@ -25,7 +26,7 @@ func checkDaemon(ctx context.Context, f *Factory) checkResult {
 	if err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error()}
 	}
-	pid, _ := server.LockHolder(home)
+	pid, _ := relayhome.LockHolder(home)
 	c, err := memoryClient(f)
 	if err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "relay init"}
@@ -62,9 +63,9 @@ func checkStore(ctx context.Context, f *Factory) checkResult {
 	err = sqlite.QuickCheck(ctx, home)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return checkResult{Status: statusWarn, Detail: "no store yet at " + home + "/" + sqlite.DBFile, Hint: "relay up (creates it)"}
+		return checkResult{Status: statusWarn, Detail: "no store yet at " + home + "/" + relayhome.DBFile, Hint: "relay up (creates it)"}
 	case err != nil:
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "stop the daemon and move the store aside, then relay up; see " + home + "/daemon.log"}
 	}
-	return checkResult{Status: statusOK, Detail: home + "/" + sqlite.DBFile + " passes quick_check"}
+	return checkResult{Status: statusOK, Detail: home + "/" + relayhome.DBFile + " passes quick_check"}
 }

@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relaydev/relay/internal/config"
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/relaydev/relay/internal/memory"
-	"github.com/relaydev/relay/internal/memory/server"
 )
 
 // Client talks to one daemon.
@@ -37,7 +37,7 @@ func FromHome(home string, getenv func(string) string) (*Client, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	u, err := config.LoadUser(home)
+	u, err := relayhome.LoadUser(home)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func FromHome(home string, getenv func(string) string) (*Client, error) {
 	if t := getenv("RELAY_TOKEN"); t != "" {
 		c.Token = t
 	}
-	switch info, err := server.ReadInfo(home); {
+	switch info, err := relayhome.ReadInfo(home); {
 	case getenv("RELAY_URL") != "":
 		c.BaseURL = strings.TrimRight(getenv("RELAY_URL"), "/")
 	case err == nil && info.URL != "":
@@ -58,7 +58,7 @@ func FromHome(home string, getenv func(string) string) (*Client, error) {
 	if getenv("RELAY_URL") == "" {
 		// Only the daemon holding this RELAY_HOME is ours: whatever else listens on the
 		// port (another user's or another test's daemon) must never receive our data.
-		if pid, err := server.LockHolder(home); err == nil && pid == 0 {
+		if pid, err := relayhome.LockHolder(home); err == nil && pid == 0 {
 			c.offline = errors.New("no relay daemon is running for " + home)
 		}
 	}

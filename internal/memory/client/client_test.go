@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/relaydev/relay/internal/memory/sqlite"
 
 	"github.com/relaydev/relay/internal/memory"
@@ -85,7 +87,7 @@ func TestFromHomeFindsRecordedPort(t *testing.T) {
 	if err != nil || c.BaseURL != "http://127.0.0.1:7000" || c.Token != "tok" {
 		t.Fatalf("%+v %v", c, err)
 	}
-	os.WriteFile(filepath.Join(home, server.InfoFile), []byte(`{"pid":1,"url":"http://127.0.0.1:7003","port":7003}`), 0o600)
+	os.WriteFile(filepath.Join(home, relayhome.InfoFile), []byte(`{"pid":1,"url":"http://127.0.0.1:7003","port":7003}`), 0o600)
 	if c, _ := FromHome(home, env); c.BaseURL != "http://127.0.0.1:7003" {
 		t.Errorf("daemon.json ignored: %s", c.BaseURL)
 	}

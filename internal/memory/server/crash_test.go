@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/relaydev/relay/internal/memory/sqlite"
 
 	"github.com/relaydev/relay/internal/memory"
@@ -47,7 +49,7 @@ func startDaemonProcess(t *testing.T, home string) (*exec.Cmd, string) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if info, err := ReadInfo(home); err == nil && info.PID == cmd.Process.Pid {
+		if info, err := relayhome.ReadInfo(home); err == nil && info.PID == cmd.Process.Pid {
 			if resp, err := http.Get(info.URL + "/health"); err == nil {
 				resp.Body.Close()
 				return cmd, info.URL
@@ -216,7 +218,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	if err := st.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(home + "/" + InfoFile); !os.IsNotExist(err) {
+	if _, err := os.Stat(home + "/" + relayhome.InfoFile); !os.IsNotExist(err) {
 		t.Errorf("daemon.json left after a graceful stop: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,42 +14,14 @@ import (
 	"time"
 
 	"github.com/relaydev/relay/internal/memory/sqlite"
-
-	"github.com/relaydev/relay/internal/memory"
-)
-
-// Files the daemon keeps in $RELAY_HOME.
-const (
-	InfoFile = "daemon.json"
-	PIDFile  = "daemon.pid"
-	LogFile  = "daemon.log"
-	lockFile = "daemon.lock"
+	"github.com/relaydev/relay/internal/relayhome"
 )
 
 // portTries is how many ports after the preferred one are tried when it is taken.
 const portTries = 50
 
 // Info is what a running daemon records in daemon.json so clients can find it.
-type Info struct {
-	PID       int         `json:"pid"`
-	URL       string      `json:"url"`
-	Port      int         `json:"port"`
-	Version   string      `json:"version"`
-	StartedAt memory.Time `json:"started_at"`
-}
-
-// ReadInfo reads $RELAY_HOME/daemon.json; a missing file is an fs.ErrNotExist error.
-func ReadInfo(home string) (Info, error) {
-	var in Info
-	b, err := os.ReadFile(filepath.Join(home, InfoFile))
-	if err != nil {
-		return in, err
-	}
-	if err := json.Unmarshal(b, &in); err != nil {
-		return in, fmt.Errorf("%s is corrupt (%v); remove it and run relay up", filepath.Join(home, InfoFile), err)
-	}
-	return in, nil
-}
+type Info = relayhome.Info
 
 // RunOptions configure Run.
 type RunOptions struct {
@@ -67,20 +38,20 @@ type RunOptions struct {
 }
 
 // ErrAlreadyRunning is returned by Run when another daemon holds the store.
-var ErrAlreadyRunning = errors.New("a relay daemon is already running for this RELAY_HOME")
+var ErrAlreadyRunning = relayhome.ErrDaemonRunning
 
 // Run runs the daemon in the foreground until ctx is cancelled, then shuts down gracefully.
 func Run(ctx context.Context, o RunOptions) error {
 	if err := os.MkdirAll(o.Home, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", o.Home, err)
 	}
-	unlock, err := lockHome(filepath.Join(o.Home, lockFile))
+	unlock, err := relayhome.LockDaemon(o.Home)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 
-	logf, err := os.OpenFile(filepath.Join(o.Home, LogFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	logf, err := os.OpenFile(filepath.Join(o.Home, relayhome.LogFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open daemon log: %w", err)
 	}
@@ -107,22 +78,12 @@ func Run(ctx context.Context, o RunOptions) error {
 
 	s := New(Options{Store: store, Token: o.Token, Logger: log, Version: o.Version, Home: o.Home})
 	info := Info{PID: os.Getpid(), URL: "http://" + net.JoinHostPort(host, strconv.Itoa(port)), Port: port,
-		Version: s.version, StartedAt: memory.Time{Time: s.started}}
+		Version: s.version, StartedAt: s.started.UTC().Truncate(time.Millisecond)}
 	s.url = info.URL
-	b, _ := json.MarshalIndent(info, "", "  ")
-	if err := writeFileAtomic(filepath.Join(o.Home, InfoFile), append(b, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", InfoFile, err)
+	if err := relayhome.WriteInfo(o.Home, info); err != nil {
+		return fmt.Errorf("publish the daemon's address: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(o.Home, PIDFile), []byte(strconv.Itoa(info.PID)+"\n")); err != nil {
-		return fmt.Errorf("write %s: %w", PIDFile, err)
-	}
-	defer func() {
-		// Only remove files that are still ours.
-		if cur, err := ReadInfo(o.Home); err == nil && cur.PID == info.PID {
-			os.Remove(filepath.Join(o.Home, InfoFile))
-			os.Remove(filepath.Join(o.Home, PIDFile))
-		}
-	}()
+	defer relayhome.RemoveInfo(o.Home, info.PID)
 
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -170,23 +131,4 @@ func listen(host string, port int) (net.Listener, int, error) {
 		}
 	}
 	return nil, 0, fmt.Errorf("cannot listen on %s ports %d-%d: %w; pick another with relay up --port N", host, port, port+portTries-1, last)
-}
-
-// writeFileAtomic writes via a temp file and rename so readers never see half a file.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o600); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

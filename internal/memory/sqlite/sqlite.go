@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relaydev/relay/internal/relayhome"
+
 	"github.com/relaydev/relay/internal/memory"
 
 	"github.com/google/uuid"
@@ -30,9 +32,6 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
-
-// DBFile is the store's file name inside $RELAY_HOME.
-const DBFile = "relay.db"
 
 const (
 	snapshotEvery = 64       // versions between full-state snapshots
@@ -127,7 +126,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory %s: %w", home, err)
 	}
-	path := filepath.Join(home, DBFile)
+	path := filepath.Join(home, relayhome.DBFile)
 	syncMode := "FULL"
 	switch strings.ToLower(opt.Sync) {
 	case "", "full":
@@ -175,7 +174,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		now = time.Now
 	}
 	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now,
-		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, "threads")),
+		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, relayhome.ThreadsDir)),
 		stmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
 	if err := s.migrate(); err != nil {
@@ -1107,7 +1106,7 @@ var _ memory.Store = (*SQLite)(nil)
 // QuickCheck opens home's store read-only (safe while the daemon runs) and runs
 // PRAGMA quick_check. A missing store is an fs.ErrNotExist error.
 func QuickCheck(ctx context.Context, home string) error {
-	path := filepath.Join(home, DBFile)
+	path := filepath.Join(home, relayhome.DBFile)
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}

@@ -1,4 +1,14 @@
-package config
+// Package relayhome owns $RELAY_HOME, the user's relay directory (default ~/.relay), and what
+// lives in it:
+//
+//	config.json   the daemon's API token and port, fetch and hop limits (0600)
+//	daemon.json   how clients find the running daemon (url, pid, version)
+//	daemon.pid    the daemon's pid; daemon.lock its exclusive lock; daemon.log its log
+//	relay.db      the embedded SQLite memory store; threads/ its human-readable mirror
+//	ask/          relay ask's --session labels
+//
+// Clients import this package, not the server, to find a daemon.
+package relayhome
 
 import (
 	"crypto/rand"
@@ -22,8 +32,20 @@ type User struct {
 	Port  int    `json:"port"`
 }
 
-// Home returns $RELAY_HOME, or ~/.relay when it is unset.
-func Home() (string, error) {
+// Files and directories inside $RELAY_HOME.
+const (
+	ConfigFile = "config.json"
+	InfoFile   = "daemon.json"
+	PIDFile    = "daemon.pid"
+	LogFile    = "daemon.log"
+	LockFile   = "daemon.lock"
+	DBFile     = "relay.db"
+	ThreadsDir = "threads"
+	AskDir     = "ask"
+)
+
+// Dir returns $RELAY_HOME, or ~/.relay when it is unset.
+func Dir() (string, error) {
 	if h := os.Getenv("RELAY_HOME"); h != "" {
 		return filepath.Abs(h)
 	}
@@ -35,7 +57,7 @@ func Home() (string, error) {
 }
 
 // UserFile is the user config's path inside home.
-func UserFile(home string) string { return filepath.Join(home, "config.json") }
+func UserFile(home string) string { return filepath.Join(home, ConfigFile) }
 
 // LoadUser reads home's config.json; a missing file gives the defaults.
 func LoadUser(home string) (*User, error) {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package relayhome
 
 import (
 	"errors"
@@ -10,9 +10,11 @@ import (
 	"syscall"
 )
 
-// lockHome takes an exclusive fcntl lock on daemon.lock. The kernel releases it even on
+// LockDaemon takes the daemon's exclusive fcntl lock on daemon.lock, or returns
+// ErrDaemonRunning. The kernel releases it even on
 // kill -9, so a stale pid file never blocks a restart, and F_GETLK tells others our pid.
-func lockHome(path string) (func(), error) {
+func LockDaemon(home string) (func(), error) {
+	path := filepath.Join(home, LockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -21,7 +23,7 @@ func lockHome(path string) (func(), error) {
 	if err := syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
-			return nil, ErrAlreadyRunning
+			return nil, ErrDaemonRunning
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -30,7 +32,7 @@ func lockHome(path string) (func(), error) {
 
 // LockHolder returns the pid of the daemon holding home's lock, or 0 when none runs.
 func LockHolder(home string) (int, error) {
-	f, err := os.OpenFile(filepath.Join(home, lockFile), os.O_RDWR, 0)
+	f, err := os.OpenFile(filepath.Join(home, LockFile), os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package server
+package relayhome
 
 import (
 	"os"
@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// lockHome is a no-op where fcntl locks are unavailable; the pid file is the only guard.
-func lockHome(path string) (func(), error) { return func() {}, nil }
+// LockDaemon is a no-op where fcntl locks are unavailable; the pid file is the only guard.
+func LockDaemon(home string) (func(), error) { return func() {}, nil }
 
 // LockHolder falls back to the pid file.
 func LockHolder(home string) (int, error) {
