@@ -3,6 +3,7 @@ package jsonpatch
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 )
 
 // Operation is one decoded JSON Patch operation.
@@ -236,7 +237,13 @@ func notContainer(p Pointer, v any) error {
 // parent container and stores its result back, so array slices that grow stay attached.
 // With cl set, each container on the way (the parent included) is copied before it changes.
 func update(node any, full Pointer, depth int, cl bool, f func(parent any) (any, error)) (any, error) {
-	if cl {
+	return updateCopy(node, full, depth, cl, true, f)
+}
+
+// updateCopy is update; with copyParent false the parent reaches f uncopied (f then owns
+// copying it).
+func updateCopy(node any, full Pointer, depth int, cl, copyParent bool, f func(parent any) (any, error)) (any, error) {
+	if cl && (copyParent || depth < len(full)-1) {
 		node = shallowCopy(node)
 	}
 	if depth == len(full)-1 {
@@ -249,7 +256,7 @@ func update(node any, full Pointer, depth int, cl bool, f func(parent any) (any,
 		if !ok {
 			return nil, fmt.Errorf("no member %q at %s", tok, full[:depth].where())
 		}
-		nc, err := update(child, full, depth+1, cl, f)
+		nc, err := updateCopy(child, full, depth+1, cl, copyParent, f)
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +267,7 @@ func update(node any, full Pointer, depth int, cl bool, f func(parent any) (any,
 		if err != nil {
 			return nil, fmt.Errorf("%v at %s", err, full[:depth].where())
 		}
-		nc, err := update(c[idx], full, depth+1, cl, f)
+		nc, err := updateCopy(c[idx], full, depth+1, cl, copyParent, f)
 		if err != nil {
 			return nil, err
 		}
@@ -276,6 +283,21 @@ func add(root any, path Pointer, value any, cl bool) (any, error) {
 		return value, nil
 	}
 	last := path[len(path)-1]
+	if cl && last == "-" {
+		// Appending is the common change to a long list (facts): extend the shared array
+		// in place when no other version has extended it, instead of copying it.
+		return updateCopy(root, path, 0, cl, false, func(parent any) (any, error) {
+			switch c := parent.(type) {
+			case *Object:
+				o := shallowCopy(c).(*Object)
+				o.Set(last, value)
+				return o, nil
+			case []any:
+				return appendShared(c, value), nil
+			}
+			return nil, notContainer(path[:len(path)-1], parent)
+		})
+	}
 	return update(root, path, 0, cl, func(parent any) (any, error) {
 		switch c := parent.(type) {
 		case *Object:
@@ -352,6 +374,33 @@ func (p Patch) Encode() ([]byte, error) {
 		buf = append(buf, '}')
 	}
 	return append(buf, ']'), nil
+}
+
+// arrayClaim sits in the last slot of a backing array made by appendShared (beyond every
+// slice's length, so never seen as an element) and holds the length of the longest slice
+// of that array handed out: only the version that extends exactly that slice may write
+// the next slot, every other one copies.
+type arrayClaim struct{ n atomic.Int64 }
+
+// appendShared returns c with v appended, leaving c itself unchanged: in place when c's
+// backing array has room and no other version has appended to c, else in a new array with
+// room to grow.
+func appendShared(c []any, v any) []any {
+	if cap(c) > len(c)+1 {
+		if cl, ok := c[:cap(c)][cap(c)-1].(*arrayClaim); ok && cl.n.CompareAndSwap(int64(len(c)), int64(len(c)+1)) {
+			c = c[:len(c)+1]
+			c[len(c)-1] = v
+			return c
+		}
+	}
+	n := len(c) + 1
+	nc := make([]any, n, n+max(n/4, 8)+1)
+	copy(nc, c)
+	nc[n-1] = v
+	cl := &arrayClaim{}
+	cl.n.Store(int64(n))
+	nc[:cap(nc)][cap(nc)-1] = cl
+	return nc
 }
 
 // shallowCopy copies a container's top level (arrays get room for one insert).

@@ -153,6 +153,58 @@ func BenchmarkStatePatch10kFacts(b *testing.B) {
 	}
 }
 
+// BenchmarkStatePatchChain10kFacts appends to the newest state each time, as the store
+// does: the id counts pass from state to state, so the cost must not grow with the list.
+func BenchmarkStatePatchChain10kFacts(b *testing.B) {
+	st, err := Parse(bigState(b, 10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		p := fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":"n%d","key":"k","value":1}}]`, i)
+		if st, err = st.Patch(p, i+1, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestStatePatchChainFindsDuplicates: along a chain of patches (id counts handed on), a
+// duplicate id is refused with its position, a refused patch leaves the chain usable, and
+// removing an item frees its id.
+func TestStatePatchChainFindsDuplicates(t *testing.T) {
+	st, err := Parse(bigState(t, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(st *State, id string) (*State, error) {
+		return st.Patch(fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":%q,"key":"k","value":1}}]`, id), st.Version()+1, t0)
+	}
+	for i := range 50 {
+		if st, err = add(st, fmt.Sprintf("n%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = add(st, "n7")
+	if err == nil || !strings.Contains(err.Error(), `duplicate id "n7" (already at /facts/107`) {
+		t.Fatalf("duplicate n7: %v", err)
+	}
+	if st, err = add(st, "n50"); err != nil { // the refused patch changed nothing
+		t.Fatal(err)
+	}
+	if st, err = st.Patch([]byte(`[{"op":"remove","path":"/facts/107"}]`), st.Version()+1, t0); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = add(st, "n7"); err != nil {
+		t.Fatalf("n7 after its removal: %v", err)
+	}
+	if _, err = add(st, "n7"); err == nil {
+		t.Fatal("n7 twice accepted")
+	}
+}
+
 func BenchmarkStateHeader10kFacts(b *testing.B) {
 	st, err := Parse(bigState(b, 10000))
 	if err != nil {
