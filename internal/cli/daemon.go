@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -123,6 +122,10 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	if err != nil {
 		return WithHint(err, "relay init")
 	}
+	dc, err := loadDaemonConfig(f.Getenv, u)
+	if err != nil {
+		return err
+	}
 	port := opts.Port
 	if port == 0 {
 		port = u.Port
@@ -131,7 +134,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 		return Usagef("--port %d is not a TCP port (1-65535)", port)
 	}
 	if opts.Foreground {
-		return upForeground(ctx, opts, home, port, u.Token)
+		return upForeground(ctx, opts, home, port, u.Token, dc)
 	}
 	// the background daemon's own warning lands in its log; the user must see it here
 	warnExposed(f.IO.ErrOut, opts.Host, u.Token)
@@ -223,16 +226,10 @@ func logTail(path string, offset int64) string {
 	return s
 }
 
-func upForeground(ctx context.Context, opts *UpOptions, home string, port int, token string) error {
-	level := slog.LevelInfo
-	if lv := strings.ToLower(opts.F.Getenv("RELAY_LOG_LEVEL")); lv == "debug" {
-		level = slog.LevelDebug
-	} else if lv == "warn" {
-		level = slog.LevelWarn
-	}
+func upForeground(ctx context.Context, opts *UpOptions, home string, port int, token string, dc daemonConfig) error {
 	warnExposed(opts.F.IO.ErrOut, opts.Host, token)
 	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
-		LogLevel: level, Sync: opts.F.Getenv("RELAY_DB_SYNC"), Ready: func(info relayhome.Info) {
+		LogLevel: dc.LogLevel, Sync: dc.Sync, Capabilities: dc.Capabilities, Ready: func(info relayhome.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
 		}})
 	if errors.Is(err, server.ErrAlreadyRunning) {

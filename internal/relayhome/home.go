@@ -24,12 +24,28 @@ import (
 // DefaultPort is where the memory daemon listens unless told otherwise.
 const DefaultPort = 7474
 
-// User is $RELAY_HOME/config.json: the daemon's API token and port. The
-// daemon's other limits come from its environment (RELAY_FETCH_ALLOW,
-// RELAY_A2A_MAX_HOPS, …; see docs/capabilities.md).
+// User is $RELAY_HOME/config.json: the daemon's API token, port and limits. The
+// environment (RELAY_FETCH_ALLOW, RELAY_FETCH_TIMEOUT, RELAY_FETCH_MAX_BYTES,
+// RELAY_A2A_MAX_HOPS) overrides the limits; relay up validates both before serving.
 type User struct {
 	Token string `json:"token"`
 	Port  int    `json:"port"`
+	Fetch Fetch  `json:"fetch,omitzero"`
+	A2A   A2A    `json:"a2a,omitzero"`
+}
+
+// Fetch limits the http.fetch capability.
+type Fetch struct {
+	// Allow lists addresses or CIDRs the SSRF guard lets through (loopback, private nets).
+	Allow []string `json:"allow,omitempty"`
+	// Timeout is a Go duration such as "10s".
+	Timeout  string `json:"timeout,omitempty"`
+	MaxBytes int64  `json:"max_bytes,omitempty"`
+}
+
+// A2A limits agent-to-agent messages.
+type A2A struct {
+	MaxHops int `json:"max_hops,omitempty"`
 }
 
 // Files and directories inside $RELAY_HOME.

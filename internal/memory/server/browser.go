@@ -1,9 +1,9 @@
 package server
 
-// Web UI mounting and browser-facing protections (issue 8). The token check and the
-// cross-site refusal of state-changing requests live in guard (server.go); this file adds what
-// a browser needs on top: the UI at /ui/, response headers that stop framing and content
-// sniffing, and a Host check against DNS rebinding.
+// Web UI mounting and browser-facing protections. The token check and the cross-site refusal
+// of state-changing requests live in guard (server.go); this file adds what a browser needs on
+// top: the UI at /ui/, response headers that stop framing and content sniffing, and a Host
+// check against DNS rebinding.
 
 import (
 	"fmt"
@@ -14,12 +14,10 @@ import (
 	"github.com/relaydev/relay/internal/memory/server/ui"
 )
 
-func init() {
-	registerRoutes(func(s *Server, mux *http.ServeMux) {
-		h := ui.Handler()
-		mux.Handle("GET /ui", h)
-		mux.Handle("GET /ui/", h)
-	})
+func (s *Server) uiRoutes() {
+	h := ui.Handler()
+	s.mux.Handle("GET /ui", h)
+	s.mux.Handle("GET /ui/", h)
 }
 
 // apiCSP is for every non-UI response: JSON and raw artifact bytes must never run as a page in

@@ -10,10 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,24 +26,47 @@ import (
 	"github.com/relaydev/relay/plugin"
 )
 
-func init() {
-	registerRoutes(func(s *Server, mux *http.ServeMux) {
-		if s.store == nil {
-			return // a server without a store (UI tests) has nothing to invoke or export
-		}
-		x, err := newCapExt(s, os.Getenv)
-		if err != nil {
-			s.log.Error("capabilities disabled", "err", err)
-			return
-		}
-		mux.Handle("GET /cap/list", s.api(x.handleCapList))
-		mux.Handle("POST /cap/invoke", s.api(x.handleCapInvoke))
-		mux.Handle("POST /a2a", s.api(x.handleA2A))
-		mux.Handle("POST /reports/{id}", s.api(x.handleReport))
-		mux.Handle("GET /threads/{id}/stats", s.api(x.handleStats))
-		mux.Handle("GET /threads/{id}/export", s.api(x.handleExport))
-		mux.Handle("POST /import", s.api(x.handleImport))
-	})
+// CapabilityOptions are the capability layer's limits, built and validated by the caller
+// (relay up reads them from the environment and config.json).
+type CapabilityOptions struct {
+	Fetch fetch.Options
+	// MaxHops bounds agent-to-agent hops per thread; 0 is the default.
+	MaxHops int
+	// Extra capabilities served beside the built-in ones (plugin.Capability).
+	Extra []Extra
+}
+
+// Extra is one embedder-provided capability.
+type Extra struct {
+	Capability plugin.Capability
+	Handler    plugin.Handler
+}
+
+// Validate reports the first unusable value.
+func (o CapabilityOptions) Validate() error {
+	if o.MaxHops < 0 {
+		return fmt.Errorf("the A2A hop limit is %d; it must be a positive integer", o.MaxHops)
+	}
+	if o.Fetch.Timeout < 0 || o.Fetch.MaxBytes < 0 {
+		return errors.New("the fetch timeout and size limit must not be negative")
+	}
+	return nil
+}
+
+func (s *Server) capabilityRoutes(o CapabilityOptions) {
+	x, err := newCapExt(s, o)
+	if err != nil {
+		// The options were validated by the caller; a registry refusing a built-in is a bug.
+		panic(fmt.Sprintf("relay: capability setup: %v", err))
+	}
+	mux := s.mux
+	mux.Handle("GET /cap/list", s.api(x.handleCapList))
+	mux.Handle("POST /cap/invoke", s.api(x.handleCapInvoke))
+	mux.Handle("POST /a2a", s.api(x.handleA2A))
+	mux.Handle("POST /reports/{id}", s.api(x.handleReport))
+	mux.Handle("GET /threads/{id}/stats", s.api(x.handleStats))
+	mux.Handle("GET /threads/{id}/export", s.api(x.handleExport))
+	mux.Handle("POST /import", s.api(x.handleImport))
 }
 
 // capExt holds the per-server capability registry and A2A processor.
@@ -60,48 +81,6 @@ type capExt struct {
 	tokErr  error
 }
 
-// ExtraCapabilities lets embedders add plugin capabilities to every new server.
-var ExtraCapabilities []struct {
-	Capability plugin.Capability
-	Handler    plugin.Handler
-}
-
-// fetchOptions reads RELAY_FETCH_ALLOW (comma-separated CIDRs or addresses) and
-// RELAY_FETCH_TIMEOUT / RELAY_FETCH_MAX_BYTES.
-func fetchOptions(getenv func(string) string) (fetch.Options, error) {
-	var o fetch.Options
-	for _, f := range strings.Split(getenv("RELAY_FETCH_ALLOW"), ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			a, aerr := netip.ParseAddr(f)
-			if aerr != nil {
-				return o, fmt.Errorf("RELAY_FETCH_ALLOW: %q is not an address or CIDR", f)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		o.Allow = append(o.Allow, p)
-	}
-	if v := getenv("RELAY_FETCH_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return o, fmt.Errorf("RELAY_FETCH_TIMEOUT: %w", err)
-		}
-		o.Timeout = d
-	}
-	if v := getenv("RELAY_FETCH_MAX_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return o, fmt.Errorf("RELAY_FETCH_MAX_BYTES: %w", err)
-		}
-		o.MaxBytes = n
-	}
-	return o, nil
-}
-
 type threadArtifacts struct {
 	st             memory.Store
 	thread, capabl string
@@ -113,7 +92,7 @@ func (t threadArtifacts) PutArtifact(ctx context.Context, a plugin.NewArtifact) 
 	return art.Ref, err
 }
 
-func newCapExt(s *Server, getenv func(string) string) (*capExt, error) {
+func newCapExt(s *Server, o CapabilityOptions) (*capExt, error) {
 	x := &capExt{s: s}
 	x.calls = s.store
 	x.reg = capability.New(x.calls, func(thread, name string) plugin.ArtifactStore {
@@ -123,27 +102,16 @@ func newCapExt(s *Server, getenv func(string) string) (*capExt, error) {
 	if err := x.reg.Register(search.Capability(s.store)); err != nil {
 		return nil, err
 	}
-	fo, err := fetchOptions(getenv)
-	if err != nil {
-		return nil, err
-	}
-	c, h := fetch.Capability(fo)
+	c, h := fetch.Capability(o.Fetch)
 	if err := x.reg.Register(c, h); err != nil {
 		return nil, err
 	}
-	for _, e := range ExtraCapabilities {
+	for _, e := range o.Extra {
 		if err := x.reg.Register(e.Capability, e.Handler); err != nil {
 			return nil, err
 		}
 	}
-	var lim a2a.Limits
-	if v := getenv("RELAY_A2A_MAX_HOPS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("RELAY_A2A_MAX_HOPS must be a positive integer, got %q", v)
-		}
-		lim.MaxHops = n
-	}
+	lim := a2a.Limits{MaxHops: o.MaxHops}
 	x.a2a = a2a.NewProcessor(s.store, lim, x.runEnvelope)
 	x.a2a.ThreadExists = func(ctx context.Context, id string) error { _, err := s.store.GetThread(ctx, id); return err }
 	return x, nil

@@ -33,6 +33,8 @@ type RunOptions struct {
 	LogLevel slog.Level
 	// Sync is the store's commit durability: "full" (default) or "normal" (memory.Options).
 	Sync string
+	// Capabilities are the validated capability limits.
+	Capabilities CapabilityOptions
 	// Ready is called once the daemon is serving.
 	Ready func(Info)
 }
@@ -76,7 +78,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer store.Close()
 
-	s := New(Options{Store: store, Token: o.Token, Logger: log, Version: o.Version, Home: o.Home})
+	s := New(Options{Store: store, Token: o.Token, Logger: log, Version: o.Version, Home: o.Home, Capabilities: o.Capabilities})
 	info := Info{PID: os.Getpid(), URL: "http://" + net.JoinHostPort(host, strconv.Itoa(port)), Port: port,
 		Version: s.version, StartedAt: s.started.UTC().Truncate(time.Millisecond)}
 	s.url = info.URL

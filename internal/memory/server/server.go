@@ -1,16 +1,9 @@
-// Package daemon serves the memory store (internal/memory) over HTTP on loopback: JSON routes
-// with Go 1.22 method patterns, bearer-token auth, JSON errors, body caps, Server-Sent Events
-// and graceful shutdown. docs/api.md is the contract.
+// Package server serves a memory.Store over HTTP on loopback: JSON routes with Go 1.22
+// method patterns, bearer-token auth, JSON errors, body caps, Server-Sent Events, the web UI,
+// capabilities and agent-to-agent messages, and graceful shutdown. docs/api.md is the contract.
 //
-// Other files in this package add routes from init with registerRoutes, e.g.
-//
-//	func init() {
-//		registerRoutes(func(s *Server, mux *http.ServeMux) {
-//			mux.Handle("POST /cap/invoke", s.api(s.handleCapInvoke))
-//		})
-//	}
-//
-// and get auth, body caps, logging and error mapping for free.
+// Every route is registered by New from the Options it is given; nothing is wired in by a
+// package's init, so what a daemon serves is what its caller configured.
 package server
 
 import (
@@ -38,18 +31,6 @@ const (
 	maxAnyBody      = MaxArtifactJSON
 )
 
-var (
-	hookMu     sync.Mutex
-	routeHooks []func(*Server, *http.ServeMux)
-)
-
-// registerRoutes adds a function that registers extra routes on every new Server's mux.
-func registerRoutes(f func(*Server, *http.ServeMux)) {
-	hookMu.Lock()
-	defer hookMu.Unlock()
-	routeHooks = append(routeHooks, f)
-}
-
 // Options configure a Server.
 type Options struct {
 	Store   memory.Store
@@ -58,6 +39,9 @@ type Options struct {
 	Version string
 	// Home is $RELAY_HOME (for routes that need files there); may be empty in tests.
 	Home string
+	// Capabilities configures /cap/*, /a2a, reports and export/import; the zero value is
+	// the defaults. Validate it with CapabilityOptions.Validate before serving.
+	Capabilities CapabilityOptions
 }
 
 // Server is the daemon's HTTP handler.
@@ -75,7 +59,8 @@ type Server struct {
 	url      string
 }
 
-// New builds a Server with every core route and every registered extension route.
+// New builds a Server with every route: the core API, the web UI and, when it has a store,
+// capabilities, agent-to-agent messages, reports and bundles.
 func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -86,11 +71,9 @@ func New(o Options) *Server {
 	s := &Server{store: o.Store, token: []byte(o.Token), log: o.Logger, version: o.Version, home: o.Home,
 		started: time.Now(), mux: http.NewServeMux(), done: make(chan struct{})}
 	s.routes()
-	hookMu.Lock()
-	hooks := append([]func(*Server, *http.ServeMux){}, routeHooks...)
-	hookMu.Unlock()
-	for _, h := range hooks {
-		h(s, s.mux)
+	s.uiRoutes()
+	if o.Store != nil { // a server without a store (UI tests) has nothing to invoke or export
+		s.capabilityRoutes(o.Capabilities)
 	}
 	s.mux.Handle("/", s.api(s.handleNoRoute))
 	return s

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/relaydev/relay/internal/relayhome"
+)
+
+// daemonConfig is everything the daemon reads from its environment and config.json, read
+// and checked once, before anything is served: a bad value stops relay up with the
+// variable, the value and what is allowed, instead of a daemon serving without a feature.
+type daemonConfig struct {
+	LogLevel     slog.Level
+	Sync         string
+	Capabilities server.CapabilityOptions
+}
+
+// A setting names where a value came from, for the error.
+type setting struct{ name, value string }
+
+func (s setting) errorf(format string, a ...any) error {
+	return WithHint(fmt.Errorf("%s=%q: %s", s.name, s.value, fmt.Sprintf(format, a...)),
+		"fix the value, or unset it for the default (docs/capabilities.md lists every setting)")
+}
+
+// loadDaemonConfig merges config.json's limits with the environment (the environment wins).
+func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConfig, error) {
+	var c daemonConfig
+	pick := func(env, fromFile string) (setting, bool) {
+		if v := getenv(env); v != "" {
+			return setting{env, v}, true
+		}
+		if fromFile != "" {
+			return setting{"config.json " + fileKey(env), fromFile}, true
+		}
+		return setting{}, false
+	}
+
+	switch s, _ := pick("RELAY_LOG_LEVEL", ""); strings.ToLower(s.value) {
+	case "", "info":
+		c.LogLevel = slog.LevelInfo
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "warn":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		return c, s.errorf("use debug, info, warn or error")
+	}
+	switch s, _ := pick("RELAY_DB_SYNC", ""); strings.ToLower(s.value) {
+	case "", "full":
+		c.Sync = "full"
+	case "normal":
+		c.Sync = "normal"
+	default:
+		return c, s.errorf("use full (every commit on disk before it is acknowledged) or normal")
+	}
+
+	allow := strings.Join(u.Fetch.Allow, ",")
+	if s, ok := pick("RELAY_FETCH_ALLOW", allow); ok {
+		for _, f := range strings.Split(s.value, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				a, aerr := netip.ParseAddr(f)
+				if aerr != nil {
+					return c, s.errorf("%q is not an IP address or CIDR (e.g. 127.0.0.1 or 10.0.0.0/8)", f)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			c.Capabilities.Fetch.Allow = append(c.Capabilities.Fetch.Allow, p)
+		}
+	}
+	if s, ok := pick("RELAY_FETCH_TIMEOUT", u.Fetch.Timeout); ok {
+		d, err := time.ParseDuration(s.value)
+		if err != nil || d <= 0 || d > time.Hour {
+			return c, s.errorf("use a duration between 1ms and 1h, e.g. 10s")
+		}
+		c.Capabilities.Fetch.Timeout = d
+	}
+	fileBytes := ""
+	if u.Fetch.MaxBytes != 0 {
+		fileBytes = strconv.FormatInt(u.Fetch.MaxBytes, 10)
+	}
+	if s, ok := pick("RELAY_FETCH_MAX_BYTES", fileBytes); ok {
+		n, err := strconv.ParseInt(s.value, 10, 64)
+		if err != nil || n < 1 || n > 1<<30 {
+			return c, s.errorf("use a number of bytes between 1 and %d", 1<<30)
+		}
+		c.Capabilities.Fetch.MaxBytes = n
+	}
+	fileHops := ""
+	if u.A2A.MaxHops != 0 {
+		fileHops = strconv.Itoa(u.A2A.MaxHops)
+	}
+	if s, ok := pick("RELAY_A2A_MAX_HOPS", fileHops); ok {
+		n, err := strconv.Atoi(s.value)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return c, s.errorf("use a whole number of hops between 1 and 1000000")
+		}
+		c.Capabilities.MaxHops = n
+	}
+	return c, c.Capabilities.Validate()
+}
+
+// fileKey is the config.json key of an environment variable, for errors.
+func fileKey(env string) string {
+	switch env {
+	case "RELAY_FETCH_ALLOW":
+		return "fetch.allow"
+	case "RELAY_FETCH_TIMEOUT":
+		return "fetch.timeout"
+	case "RELAY_FETCH_MAX_BYTES":
+		return "fetch.max_bytes"
+	case "RELAY_A2A_MAX_HOPS":
+		return "a2a.max_hops"
+	}
+	return env
+}
