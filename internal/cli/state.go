@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -43,6 +45,7 @@ RFC 6902 JSON Patch; every accepted patch makes a new version (state_ref vN).`,
 type StateHeaderOptions struct {
 	F        *Factory
 	ThreadID string
+	Since    string
 	JSON     bool
 }
 
@@ -61,6 +64,7 @@ func newCmdStateHeader(f *Factory, runF func(*StateHeaderOptions) error) *cobra.
 	}
 	threadFlag(cmd, f, &opts.ThreadID)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print compact JSON (one line)")
+	cmd.Flags().StringVar(&opts.Since, "since", "", "print only what changed since this version (v7): a JSON Patch, or the full header when that is smaller")
 	return cmd
 }
 
@@ -73,6 +77,25 @@ func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Since != "" {
+		since, ok := parseStateRef(opts.Since)
+		if !ok {
+			return WithHint(Usagef("--since %q is not a version; use the v of a header you already have, like v7", opts.Since), "relay state header --thread "+id)
+		}
+		d, err := c.HeaderSince(ctx, id, since)
+		if err != nil {
+			return apiErr(err, id)
+		}
+		if d.Full != nil {
+			fmt.Fprintf(opts.F.IO.ErrOut, "note: full header (v%d); a patch since v%d would not be smaller\n", d.Version, since)
+			return printDoc(opts.F.IO.Out, d.Full, opts.JSON)
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		return printDoc(opts.F.IO.Out, b, opts.JSON)
+	}
 	h, truncated, err := c.Header(ctx, id)
 	if err != nil {
 		return apiErr(err, id)
@@ -81,6 +104,13 @@ func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
 		fmt.Fprintln(opts.F.IO.ErrOut, "note: older entries were dropped to keep the header within 2 KB (see \"truncated\")")
 	}
 	return printDoc(opts.F.IO.Out, h, opts.JSON)
+}
+
+// parseStateRef reads a state_ref: v7, V7 or 7.
+func parseStateRef(s string) (int, bool) {
+	s = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "v"), "V")
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0
 }
 
 // printDoc prints a JSON document indented, or compact with asJSON.

@@ -19,7 +19,7 @@ func newCmdThread(f *Factory) *cobra.Command {
 	}
 	runs, show, tail := newCmdRuns(f, nil), newCmdShow(f, nil), newCmdTail(f, nil)
 	runs.Aliases = []string{"ls", "list"}
-	cmd.AddCommand(newCmdThreadNew(f, nil), runs, show, tail)
+	cmd.AddCommand(newCmdThreadNew(f, nil), runs, show, tail, newCmdThreadUse(f))
 	return cmd
 }
 

@@ -262,6 +262,46 @@ func (c *Client) Header(ctx context.Context, id string) (json.RawMessage, bool, 
 	return bytes.TrimSpace(b), resp.Header.Get("X-Relay-Truncated") == "true", err
 }
 
+// HeaderDelta is the answer of GET /threads/{id}/state/header?since=vN: Patch (RFC 6902, from
+// the header at Since to the header at Version) when Full is nil, else the full header.
+type HeaderDelta struct {
+	Since     int             `json:"since"`
+	Version   int             `json:"v"`
+	Patch     json.RawMessage `json:"patch,omitempty"`
+	Full      json.RawMessage `json:"-"`
+	Truncated bool            `json:"-"`
+}
+
+// HeaderSince calls GET /threads/{id}/state/header?since=vN: what changed in the header since
+// version since, or the full header when that is smaller or since is unknown.
+func (c *Client) HeaderSince(ctx context.Context, id string, since int) (HeaderDelta, error) {
+	resp, err := c.Do(ctx, Request{Method: http.MethodGet, Path: "/threads/" + esc(id) + "/state/header?since=v" + strconv.Itoa(since)})
+	if err != nil {
+		return HeaderDelta{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxHeaderBody))
+	if err != nil {
+		return HeaderDelta{}, err
+	}
+	d := HeaderDelta{Since: since, Truncated: resp.Header.Get("X-Relay-Truncated") == "true"}
+	d.Version, _ = strconv.Atoi(resp.Header.Get("X-Relay-Version"))
+	if resp.Header.Get("X-Relay-Delta") != "patch" {
+		d.Full = bytes.TrimSpace(b)
+		return d, nil
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return HeaderDelta{}, fmt.Errorf("read header delta: %w", err)
+	}
+	if d.Patch == nil {
+		return HeaderDelta{}, errors.New("read header delta: the daemon sent no patch")
+	}
+	return d, nil
+}
+
+// maxHeaderBody bounds a header or delta read; the daemon caps headers at 2 KB.
+const maxHeaderBody = 64 << 10
+
 // Patch calls POST /threads/{id}/state/patch; expected 0 sends no version.
 func (c *Client) Patch(ctx context.Context, id string, patch []byte, expected int, author string) (memory.PatchResult, error) {
 	req := Request{Method: http.MethodPost, Path: "/threads/" + esc(id) + "/state/patch", Body: bytes.NewReader(patch), Type: "application/json"}

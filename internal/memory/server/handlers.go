@@ -154,6 +154,9 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleHeader(w http.ResponseWriter, r *http.Request) error {
+	if q := r.URL.Query().Get("since"); q != "" {
+		return s.handleHeaderSince(w, r, q)
+	}
 	h, err := s.store.Header(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -165,6 +168,33 @@ func (s *Server) handleHeader(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("X-Relay-Truncated", "true")
 	}
 	writeRawJSON(w, http.StatusOK, h.JSON)
+	return nil
+}
+
+// handleHeaderSince answers ?since=vN with a JSON Patch from the header at vN to the current
+// one ({"since":N,"v":M,"patch":[…]}, X-Relay-Delta: patch), or with the full header
+// (X-Relay-Delta: full) when the patch would not be smaller or vN is unknown.
+func (s *Server) handleHeaderSince(w http.ResponseWriter, r *http.Request, q string) error {
+	since, ok := parseVersion(q)
+	if !ok {
+		return badRequest("since=%q must name a version like v7", q)
+	}
+	ch, err := memory.HeaderSince(r.Context(), s.store, r.PathValue("id"), since)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(ch.Version))
+	w.Header().Set("X-Relay-Version", strconv.Itoa(ch.Version))
+	if ch.Truncated {
+		w.Header().Set("X-Relay-Truncated", "true")
+	}
+	if ch.Patch == nil {
+		w.Header().Set("X-Relay-Delta", "full")
+		writeRawJSON(w, http.StatusOK, ch.Full)
+		return nil
+	}
+	w.Header().Set("X-Relay-Delta", "patch")
+	writeRawJSON(w, http.StatusOK, ch.DeltaJSON())
 	return nil
 }
 

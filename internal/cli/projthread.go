@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/atomicfile"
+	"github.com/relaydev/relay/internal/config"
+)
+
+// projectThreadFile is where a project remembers its memory thread, relative to the project
+// root: one thread UUID and a newline. It may have come with a clone, so it is read as hostile
+// data: bounded, and nothing but a canonical UUID is accepted.
+const projectThreadFile = ".relaycode/thread"
+
+// maxProjectThreadFile bounds the read; a UUID and a newline are 37 bytes.
+const maxProjectThreadFile = 256
+
+// ReadProjectThread returns the thread id remembered by the project rooted at dir, or "" when
+// the project has none.
+func ReadProjectThread(dir string) (string, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	f, err := r.Open(projectThreadFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", projectThreadFile, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", projectThreadFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxProjectThreadFile+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", projectThreadFile, err)
+	}
+	id := strings.TrimSpace(string(b))
+	if len(b) > maxProjectThreadFile || !validThreadID(id) {
+		return "", fmt.Errorf("%s does not hold a thread id (a UUID)", projectThreadFile)
+	}
+	return id, nil
+}
+
+// WriteProjectThread makes id the thread of the project rooted at dir ("" forgets it).
+func WriteProjectThread(dir, id string) error {
+	if id == "" {
+		err := os.Remove(filepath.Join(dir, projectThreadFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if !validThreadID(id) {
+		return fmt.Errorf("thread id %q is not a UUID", id)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.MkdirAll(".relaycode", 0o755); err != nil {
+		return fmt.Errorf("create .relaycode: %w", err)
+	}
+	if fi, err := r.Lstat(".relaycode"); err != nil || !fi.IsDir() {
+		return errors.New(".relaycode is not a directory")
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, projectThreadFile), []byte(id+"\n"), 0o644)
+}
+
+func validThreadID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && len(id) == 36 && u.String() == id
+}
+
+// memoryThread picks the thread a project command writes to: the flag, else $RELAY_THREAD,
+// else the thread remembered by the project governing the working directory. "" means none
+// is set; the error is only for a project thread file that cannot be trusted.
+func memoryThread(f *Factory, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if t := f.Getenv("RELAY_THREAD"); t != "" {
+		return t, nil
+	}
+	dir, err := f.WorkDir()
+	if err != nil {
+		return "", nil
+	}
+	file, err := config.Find(dir)
+	if err != nil {
+		return "", nil // not in a project
+	}
+	return ReadProjectThread(filepath.Dir(file))
+}
+
+// projectRoot returns the root of the project governing the working directory.
+func projectRoot(f *Factory) (string, error) {
+	dir, err := f.WorkDir()
+	if err != nil {
+		return "", err
+	}
+	file, err := config.Find(dir)
+	if err != nil {
+		return "", WithHint(errors.New("not in a relay project (no relaycode.config.json here or above)"), "relay init")
+	}
+	return filepath.Dir(file), nil
+}
+
+func newCmdThreadUse(f *Factory) *cobra.Command {
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "use [thread]",
+		Short: "Make a thread this project's memory (apply and ask then record into it)",
+		Long: `Remember a thread for the project in .relaycode/thread. relay apply, watch, revert,
+git commit and ask then record into it when neither --thread nor RELAY_THREAD is given.
+Without an argument, print the project's thread; --clear forgets it.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := projectRoot(f)
+			if err != nil {
+				return err
+			}
+			switch {
+			case clear:
+				return WriteProjectThread(root, "")
+			case len(args) == 0:
+				id, err := ReadProjectThread(root)
+				if err != nil {
+					return WithHint(err, "relay thread use THREAD   (to replace it)")
+				}
+				if id == "" {
+					return WithHint(errors.New("this project has no thread yet"), "relay thread use $(relay thread new --name "+filepath.Base(root)+")")
+				}
+				_, err = fmt.Fprintln(f.IO.Out, id)
+				return err
+			}
+			_, id, err := threadClient(cmd.Context(), f, args[0])
+			if err != nil {
+				return err
+			}
+			if err := WriteProjectThread(root, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "This project now records into thread %s.\n", id)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&clear, "clear", false, "forget the project's thread")
+	return cmd
+}
