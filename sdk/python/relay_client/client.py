@@ -162,6 +162,19 @@ class RelayClient:
         """The bounded (≤ 2 KB) header: what an agent should put in a prompt."""
         return self._request("GET", f"/threads/{self._q(thread_id)}/state/header")
 
+    def state_header_since(self, thread_id: str, since: Any) -> JSON:
+        """What changed in the header since version ``since`` (``7`` or ``"v7"``).
+
+        Returns ``{"since": 7, "v": 9, "patch": [...]}`` (an RFC 6902 patch that turns the
+        header of v7 into the current one) or, when that would not be smaller or the version is
+        unknown, the full header. Tell them apart with ``"patch" in result``.
+        """
+        v = str(since)
+        if not v.lstrip("vV").isdigit():
+            raise ValueError(f"since={since!r} is not a version like 7 or 'v7'")
+        return self._request("GET", f"/threads/{self._q(thread_id)}/state/header",
+                             query={"since": "v" + v.lstrip("vV")})
+
     def state_patch(self, thread_id: str, ops: Sequence[JSON], expected_version: Optional[int] = None,
                     author: Optional[str] = None) -> JSON:
         """Apply an RFC 6902 JSON Patch atomically; returns the new ``version``/``state_ref``.

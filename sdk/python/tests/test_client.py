@@ -119,6 +119,19 @@ class ApiTest(unittest.TestCase):
             self.c.state_header("00000000-0000-4000-8000-000000000000")
         self.assertEqual(cm.exception.code, "not_found")
 
+    def test_state_header_since(self):
+        tid = self.c.thread_new("since")["thread_id"]
+        r = self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "f1", "key": "k", "value": 1}}])
+        d = self.c.state_header_since(tid, "v1")
+        self.assertEqual((d["since"], d["v"]), (1, r["version"]))
+        self.assertTrue(d["patch"] and all(op["op"] in ("add", "remove", "replace") for op in d["patch"]))
+        self.assertEqual(self.c.state_header_since(tid, r["version"])["patch"], [])
+        full = self.c.state_header_since(tid, 99)
+        self.assertNotIn("patch", full)
+        self.assertEqual(full, self.c.state_header(tid))
+        with self.assertRaises(ValueError):
+            self.c.state_header_since(tid, "seven")
+
     def test_state_patch_header_and_versions(self):
         tid = self.c.thread_new("state")["thread_id"]
         r = self.c.state_patch(tid, [

@@ -2,7 +2,7 @@
  * @relay/client: the relay memory daemon's REST API (docs/api.md) over the global `fetch`.
  * No runtime dependencies; works in Node >= 18, Deno, Bun and browsers.
  */
-import type { A2AResult, Artifact, ArtifactType, Capability, InvokeResult, PatchOp, PatchResult, RelayEvent, Report, State, StateHeader, Stats, Thread, ThreadDetail, VersionHistory } from "./types.js";
+import type { A2AResult, Artifact, ArtifactType, Capability, HeaderDelta, InvokeResult, PatchOp, PatchResult, RelayEvent, Report, State, StateHeader, Stats, Thread, ThreadDetail, VersionHistory } from "./types.js";
 export * from "./errors.js";
 export type * from "./types.js";
 export declare const DEFAULT_URL = "http://127.0.0.1:7474";
@@ -84,6 +84,12 @@ export declare class RelayClient {
     state(threadId: string, version?: number): Promise<State>;
     /** The bounded (≤ 2 KB) header: what an agent should put in a prompt. */
     stateHeader(threadId: string): Promise<StateHeader>;
+    /**
+     * What changed in the header since version `since` (7 or "v7"): `{since, v, patch}` with an
+     * RFC 6902 patch from the header of that version to the current one, or the full header when
+     * that would not be smaller or the version is unknown. Tell them apart with `"patch" in r`.
+     */
+    stateHeaderSince(threadId: string, since: number | string): Promise<HeaderDelta | StateHeader>;
     /**
      * Applies an RFC 6902 JSON Patch atomically. Pass `expectedVersion` (the version the patch was
      * made against): when the state moved on it rejects with {@link ConflictError} and applies nothing.

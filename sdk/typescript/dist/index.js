@@ -259,6 +259,17 @@ export class RelayClient {
         return this.json("GET", `${this.t(threadId)}/state/header`);
     }
     /**
+     * What changed in the header since version `since` (7 or "v7"): `{since, v, patch}` with an
+     * RFC 6902 patch from the header of that version to the current one, or the full header when
+     * that would not be smaller or the version is unknown. Tell them apart with `"patch" in r`.
+     */
+    stateHeaderSince(threadId, since) {
+        const v = String(since).replace(/^[vV]/, "");
+        if (!/^[0-9]+$/.test(v))
+            throw new TypeError(`since=${String(since)} is not a version like 7 or "v7"`);
+        return this.json("GET", `${this.t(threadId)}/state/header?since=v${v}`);
+    }
+    /**
      * Applies an RFC 6902 JSON Patch atomically. Pass `expectedVersion` (the version the patch was
      * made against): when the state moved on it rejects with {@link ConflictError} and applies nothing.
      */

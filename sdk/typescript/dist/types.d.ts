@@ -85,6 +85,12 @@ export interface StateHeader {
     /** Present only when the 2 KB cap dropped entries: count per list. */
     truncated?: Record<string, number>;
 }
+/** What changed in the header since a version: apply `patch` to the header of `since` to get `v`. */
+export interface HeaderDelta {
+    since: number;
+    v: number;
+    patch: PatchOp[];
+}
 /** One RFC 6902 operation. */
 export type PatchOp = {
     op: "add" | "replace" | "test";

@@ -9,6 +9,7 @@ import type {
   Artifact,
   ArtifactType,
   Capability,
+  HeaderDelta,
   InvokeResult,
   PatchOp,
   PatchResult,
@@ -311,6 +312,17 @@ export class RelayClient {
   /** The bounded (≤ 2 KB) header: what an agent should put in a prompt. */
   stateHeader(threadId: string): Promise<StateHeader> {
     return this.json("GET", `${this.t(threadId)}/state/header`);
+  }
+
+  /**
+   * What changed in the header since version `since` (7 or "v7"): `{since, v, patch}` with an
+   * RFC 6902 patch from the header of that version to the current one, or the full header when
+   * that would not be smaller or the version is unknown. Tell them apart with `"patch" in r`.
+   */
+  stateHeaderSince(threadId: string, since: number | string): Promise<HeaderDelta | StateHeader> {
+    const v = String(since).replace(/^[vV]/, "");
+    if (!/^[0-9]+$/.test(v)) throw new TypeError(`since=${String(since)} is not a version like 7 or "v7"`);
+    return this.json("GET", `${this.t(threadId)}/state/header?since=v${v}`);
   }
 
   /**

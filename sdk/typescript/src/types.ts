@@ -65,6 +65,13 @@ export interface StateHeader {
   truncated?: Record<string, number>;
 }
 
+/** What changed in the header since a version: apply `patch` to the header of `since` to get `v`. */
+export interface HeaderDelta {
+  since: number;
+  v: number;
+  patch: PatchOp[];
+}
+
 /** One RFC 6902 operation. */
 export type PatchOp =
   | { op: "add" | "replace" | "test"; path: string; value: unknown }

@@ -91,6 +91,20 @@ describe("api", () => {
     }
   });
 
+  it("reads only what changed in the header since a version", async () => {
+    const t = await c.threadNew("since");
+    const r = await c.statePatch(t.thread_id, [{ op: "add", path: "/facts/-", value: { id: "f1", key: "k", value: 1 } }]);
+    const d = await c.stateHeaderSince(t.thread_id, "v1");
+    assert.equal(d.since, 1);
+    assert.equal(d.v, r.version);
+    assert.ok(d.patch.length > 0);
+    assert.deepEqual((await c.stateHeaderSince(t.thread_id, r.version)).patch, []);
+    const full = await c.stateHeaderSince(t.thread_id, 99);
+    assert.ok(!("patch" in full));
+    assert.deepEqual(full, await c.stateHeader(t.thread_id));
+    assert.throws(() => c.stateHeaderSince(t.thread_id, "seven"), TypeError);
+  });
+
   it("creates, lists and shows threads", async () => {
     const t = await c.threadNew("my-run");
     assert.equal(t.name, "my-run");
