@@ -15,16 +15,17 @@ import (
 
 // threadFlag adds --thread, defaulting to $RELAY_THREAD.
 func threadFlag(cmd *cobra.Command, f *Factory, p *string) {
-	cmd.Flags().StringVarP(p, "thread", "t", "", "thread id, id prefix or name (default $RELAY_THREAD)")
+	cmd.Flags().StringVarP(p, "thread", "t", "", "thread id, id prefix or name (default $RELAY_THREAD, then the project's thread)")
 	_ = f
 }
 
 func threadArg(f *Factory, id string) (string, error) {
-	if id == "" {
-		id = f.Getenv("RELAY_THREAD")
+	id, err := memoryThread(f, id)
+	if err != nil {
+		return "", WithHint(err, "relay thread use THREAD   (rewrites the project's thread)")
 	}
 	if id == "" {
-		return "", WithHint(Usagef("no thread given; pass --thread ID or set RELAY_THREAD"), "relay runs")
+		return "", WithHint(Usagef("no thread given; pass --thread ID, set RELAY_THREAD, or give the project one with relay thread use"), "relay runs")
 	}
 	return id, nil
 }
