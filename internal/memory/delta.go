@@ -2,9 +2,12 @@ package memory
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/relaydev/relay/internal/memory/statedoc"
 )
@@ -55,8 +58,11 @@ func HeaderSince(ctx context.Context, st Store, id string, since int) (HeaderCha
 		}
 		return HeaderChange{}, err
 	}
-	oh, _, err := statedoc.HeaderInfo(old.Doc, statedoc.Metrics{CacheHits: th.Metrics.CacheHits, TokensAvoided: th.Metrics.TokensAvoided})
+	oh, err := headerAt(ctx, st, id, old, th.Metrics)
 	if err != nil {
+		return HeaderChange{}, err
+	}
+	if oh == nil {
 		return ch, nil // an old version the current rules cannot summarize: send it all
 	}
 	p, err := statedoc.HeaderDelta(oh, cur.JSON)
@@ -67,4 +73,42 @@ func HeaderSince(ctx context.Context, st Store, id string, since int) (HeaderCha
 		ch.Patch, ch.Full = p, nil
 	}
 	return ch, nil
+}
+
+// headerAt rebuilds the header an agent read at version old: that state plus the artifacts
+// stored up to the moment the version was written (the header lists recent artifacts that
+// need no new version). An artifact stored after vN without a new version appears again in
+// a delta since vN. nil means the version cannot be summarized.
+func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([]byte, error) {
+	vs, err := st.Versions(ctx, id, old.Version-1, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 0 || vs[0].Version != old.Version {
+		return nil, nil
+	}
+	arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: refBound(vs[0].CreatedAt.Time), Limit: statedoc.MaxArtifactRefs})
+	if err != nil {
+		return nil, err
+	}
+	recent := make([]statedoc.ArtifactRef, len(arts))
+	for i, a := range arts { // newest first from the store; the header wants oldest first
+		recent[len(arts)-1-i] = statedoc.ArtifactRef{Ref: a.Ref, Type: a.Type, Name: a.Name}
+	}
+	sd, err := statedoc.Parse(old.Doc)
+	if err != nil {
+		return nil, nil
+	}
+	h, _, err := sd.HeaderWithArtifacts(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent)
+	if err != nil {
+		return nil, nil
+	}
+	return h, nil
+}
+
+// refBound is the lowest ref of the millisecond after t: refs below it were made at or before t.
+func refBound(t time.Time) string {
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()+1))
+	return hex.EncodeToString(ms[2:]) + "00000000000000"
 }

@@ -26,6 +26,11 @@ func TestHeaderSincePatchRebuildsHeader(t *testing.T) {
 	h, _ := s.Header(ctx, th.ID)
 	headers[h.Version] = h.JSON
 	for i := 0; i < 14; i++ {
+		// The agent loop: store a finding (listed in the header without a new version), then
+		// patch the state.
+		if _, err := s.PutArtifact(ctx, th.ID, PutArtifactParams{Name: fmt.Sprintf("step-%d.md", i), Content: []byte(fmt.Sprintf("finding %d", i))}); err != nil {
+			t.Fatal(err)
+		}
 		p := fmt.Sprintf(`[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"k%d","value":%d}}]`, i, i, i)
 		if _, err := s.PatchState(ctx, th.ID, []byte(p), 0, "t"); err != nil {
 			t.Fatal(err)

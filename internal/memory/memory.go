@@ -175,7 +175,9 @@ type PutArtifactParams struct {
 type ListArtifactsOptions struct {
 	Type  string
 	After string
-	Limit int
+	// Before lists refs lower than this one (any hex prefix bound), newest first.
+	Before string
+	Limit  int
 }
 
 // Event is one entry of a thread's append-only log.

@@ -919,11 +919,19 @@ func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt memory.ListAr
 	if opt.After != "" && !memory.ValidRef(opt.After) {
 		return nil, memory.BadRequest("after=%q is not an artifact ref", opt.After)
 	}
+	if opt.Before != "" && !ValidRef(opt.Before) {
+		return nil, badRequest("before=%q is not an artifact ref", opt.Before)
+	}
 	if opt.Limit <= 0 {
 		opt.Limit = 100
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = ? AND ref > ? AND (? = '' OR type = ?) ORDER BY ref LIMIT ?`,
-		id, opt.After, opt.Type, opt.Type, opt.Limit)
+	q := `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = ? AND ref > ? AND (? = '' OR type = ?) ORDER BY ref LIMIT ?`
+	args := []any{id, opt.After, opt.Type, opt.Type, opt.Limit}
+	if opt.Before != "" {
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = ? AND ref > ? AND ref < ? AND (? = '' OR type = ?) ORDER BY ref DESC LIMIT ?`
+		args = []any{id, opt.After, opt.Before, opt.Type, opt.Type, opt.Limit}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list artifacts: %w", err)
 	}
