@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/sqlite"
 	"github.com/relaydev/relay/internal/memory/statedoc"
 )
 
@@ -125,6 +127,16 @@ func TestHeaderSinceEdges(t *testing.T) {
 		t.Fatal("unknown thread: want an error")
 	}
 	_ = statedoc.MaxHeaderBytes
+}
+
+func openTest(t *testing.T, home string) *sqlite.SQLite {
+	t.Helper()
+	s, err := sqlite.OpenSQLite(home, sqlite.Options{Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func jsonEqual(t *testing.T, a, b []byte) bool {

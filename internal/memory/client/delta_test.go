@@ -5,15 +5,15 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/jsonpatch"
 	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/relaydev/relay/internal/memory/sqlite"
 )
 
 // TestHeaderSince goes through the real HTTP route: a delta since an older version applies
 // onto the header the client holds; an unknown version or a malformed since is handled.
 func TestHeaderSince(t *testing.T) {
-	st, err := memory.OpenSQLite(t.TempDir(), memory.Options{Sync: "normal"})
+	st, err := sqlite.OpenSQLite(t.TempDir(), sqlite.Options{Sync: "normal"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -919,8 +919,8 @@ func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt memory.ListAr
 	if opt.After != "" && !memory.ValidRef(opt.After) {
 		return nil, memory.BadRequest("after=%q is not an artifact ref", opt.After)
 	}
-	if opt.Before != "" && !ValidRef(opt.Before) {
-		return nil, badRequest("before=%q is not an artifact ref", opt.Before)
+	if opt.Before != "" && !memory.ValidRef(opt.Before) {
+		return nil, memory.BadRequest("before=%q is not an artifact ref", opt.Before)
 	}
 	if opt.Limit <= 0 {
 		opt.Limit = 100
