@@ -25,7 +25,7 @@ func threadArg(f *Factory, id string) (string, error) {
 		return "", WithHint(err, "relay thread use THREAD   (rewrites the project's thread)")
 	}
 	if id == "" {
-		return "", WithHint(Usagef("no thread given; pass --thread ID, set RELAY_THREAD, or give the project one with relay thread use"), "relay runs")
+		return "", WithHint(Usagef("no thread given; pass --thread ID or set RELAY_THREAD (or give the project one: relay thread use THREAD)"), "relay runs")
 	}
 	return id, nil
 }
