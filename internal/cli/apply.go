@@ -32,7 +32,7 @@ type ApplyOptions struct {
 	JSON   bool
 }
 
-func newCmdApply(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
+func newCmdApply(f *Factory) *cobra.Command {
 	opts := &ApplyOptions{IO: f.IO, Config: f.ProjectConfig}
 	cmd := &cobra.Command{
 		Use:     "apply <file|->",
@@ -58,9 +58,6 @@ next relay command in the project restores it from the pending record.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
 			return applyRun(cmd.Context(), opts)
 		},
 	}

@@ -20,7 +20,7 @@ func newCmdArtifact(f *Factory) *cobra.Command {
 		Use:   "artifact",
 		Short: "Store content once and pass its ref instead of the text",
 	}
-	cmd.AddCommand(newCmdArtifactPut(f, nil), newCmdArtifactGet(f, nil), newCmdArtifactLs(f, nil))
+	cmd.AddCommand(newCmdArtifactPut(f), newCmdArtifactGet(f), newCmdArtifactLs(f))
 	return cmd
 }
 
@@ -36,7 +36,7 @@ type ArtifactPutOptions struct {
 	JSON       bool
 }
 
-func newCmdArtifactPut(f *Factory, runF func(*ArtifactPutOptions) error) *cobra.Command {
+func newCmdArtifactPut(f *Factory) *cobra.Command {
 	opts := &ArtifactPutOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "put <file|->",
@@ -47,9 +47,6 @@ given. Identical content in a thread is stored once: the existing ref is printed
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Path = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
 			return artifactPutRun(cmd.Context(), opts)
 		},
 	}
@@ -126,7 +123,7 @@ type ArtifactGetOptions struct {
 	JSON     bool
 }
 
-func newCmdArtifactGet(f *Factory, runF func(*ArtifactGetOptions) error) *cobra.Command {
+func newCmdArtifactGet(f *Factory) *cobra.Command {
 	opts := &ArtifactGetOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "get <ref>",
@@ -136,9 +133,6 @@ full content). With --out PATH, write the exact bytes to PATH; --out - writes th
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
 			return artifactGetRun(cmd.Context(), opts)
 		},
 	}
@@ -219,7 +213,7 @@ type ArtifactLsOptions struct {
 	JSON     bool
 }
 
-func newCmdArtifactLs(f *Factory, runF func(*ArtifactLsOptions) error) *cobra.Command {
+func newCmdArtifactLs(f *Factory) *cobra.Command {
 	opts := &ArtifactLsOptions{F: f}
 	cmd := &cobra.Command{
 		Use:     "ls",
@@ -227,9 +221,6 @@ func newCmdArtifactLs(f *Factory, runF func(*ArtifactLsOptions) error) *cobra.Co
 		Short:   "List a thread's artifacts, oldest first",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return artifactLsRun(cmd.Context(), opts)
 		},
 	}

@@ -43,7 +43,7 @@ type AskOptions struct {
 	JSON        bool
 }
 
-func newCmdAsk(f *Factory, runF func(*AskOptions) error) *cobra.Command {
+func newCmdAsk(f *Factory) *cobra.Command {
 	opts := &AskOptions{IO: f.IO, WorkDir: f.WorkDir, Environ: os.Environ, Home: f.Home}
 	cmd := &cobra.Command{
 		Use:   "ask --to BACKEND --prompt TEXT|-",
@@ -68,9 +68,6 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 			}
 			if opts.IncludeDiff && opts.DiffBase != "" {
 				return WithHint(Usagef("use --include-diff or --diff-base, not both"), "relay ask --help")
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return askRun(cmd.Context(), opts)
 		},

@@ -22,16 +22,13 @@ type BackendsOptions struct {
 	JSON  bool
 }
 
-func newCmdBackends(f *Factory, runF func(*BackendsOptions) error) *cobra.Command {
+func newCmdBackends(f *Factory) *cobra.Command {
 	opts := &BackendsOptions{IO: f.IO, Environ: os.Environ}
 	cmd := &cobra.Command{
 		Use:   "backends",
 		Short: "Show which friend CLIs relay ask can use, their paths, versions and install hints",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return backendsRun(cmd.Context(), opts)
 		},
 	}

@@ -23,7 +23,7 @@ type ExportOptions struct {
 	Force  bool
 }
 
-func newCmdExport(f *Factory, runF func(*ExportOptions) error) *cobra.Command {
+func newCmdExport(f *Factory) *cobra.Command {
 	opts := &ExportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
 		Use:   "export <thread> --out bundle.zip",
@@ -31,9 +31,6 @@ func newCmdExport(f *Factory, runF func(*ExportOptions) error) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Thread = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
 			return exportRun(cmd.Context(), opts)
 		},
 	}
@@ -99,7 +96,7 @@ type ImportOptions struct {
 	JSON   bool
 }
 
-func newCmdImport(f *Factory, runF func(*ImportOptions) error) *cobra.Command {
+func newCmdImport(f *Factory) *cobra.Command {
 	opts := &ImportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
 		Use:   "import <bundle.zip> [--as-new]",
@@ -111,9 +108,6 @@ oversized entries, hashes that do not match) are refused and nothing is written.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
 			return importRun(cmd.Context(), opts)
 		},
 	}

@@ -23,7 +23,7 @@ func newCmdCap(f *Factory) *cobra.Command {
 		Use:   "cap",
 		Short: "List and invoke capabilities (retrieval.search, http.fetch, plugins)",
 	}
-	cmd.AddCommand(newCmdCapList(f, nil), newCmdCapInvoke(f, nil))
+	cmd.AddCommand(newCmdCapList(f), newCmdCapInvoke(f))
 	return cmd
 }
 
@@ -61,7 +61,7 @@ type CapListOptions struct {
 	JSON   bool
 }
 
-func newCmdCapList(f *Factory, runF func(*CapListOptions) error) *cobra.Command {
+func newCmdCapList(f *Factory) *cobra.Command {
 	opts := &CapListOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -69,9 +69,6 @@ func newCmdCapList(f *Factory, runF func(*CapListOptions) error) *cobra.Command 
 		Short:   "List available capabilities",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return capListRun(cmd.Context(), opts)
 		},
 	}
@@ -124,7 +121,7 @@ type CapInvokeOptions struct {
 	Output     string
 }
 
-func newCmdCapInvoke(f *Factory, runF func(*CapInvokeOptions) error) *cobra.Command {
+func newCmdCapInvoke(f *Factory) *cobra.Command {
 	opts := &CapInvokeOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
 		Use:   "invoke <capability> --thread <id> --json '{…}'",
@@ -148,9 +145,6 @@ thread are served from the cache (cached: true) until the capability's TTL ends.
 			}
 			if opts.Output != "text" && opts.Output != "json" {
 				return Usagef("--output must be text or json, got %q", opts.Output)
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return capInvokeRun(cmd.Context(), opts)
 		},

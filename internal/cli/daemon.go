@@ -29,8 +29,8 @@ const exitNotRunning = 3
 
 // addMemoryCommands registers the memory-daemon command tree (issue 6).
 func addMemoryCommands(root *cobra.Command, f *Factory) {
-	root.AddCommand(newCmdUp(f, nil), newCmdDown(f, nil), newCmdStatus(f, nil),
-		newCmdThread(f), newCmdRuns(f, nil), newCmdShow(f, nil), newCmdTail(f, nil),
+	root.AddCommand(newCmdUp(f), newCmdDown(f), newCmdStatus(f),
+		newCmdThread(f), newCmdRuns(f), newCmdShow(f), newCmdTail(f),
 		newCmdState(f), newCmdArtifact(f))
 }
 
@@ -83,7 +83,7 @@ type UpOptions struct {
 	Wait       time.Duration
 }
 
-func newCmdUp(f *Factory, runF func(*UpOptions) error) *cobra.Command {
+func newCmdUp(f *Factory) *cobra.Command {
 	opts := &UpOptions{F: f, Wait: 15 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -98,9 +98,6 @@ terminal until Ctrl-C.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("port") {
 				opts.Port = 0
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return upRun(cmd.Context(), opts)
 		},
@@ -250,16 +247,13 @@ type DownOptions struct {
 	Wait time.Duration
 }
 
-func newCmdDown(f *Factory, runF func(*DownOptions) error) *cobra.Command {
+func newCmdDown(f *Factory) *cobra.Command {
 	opts := &DownOptions{F: f, Wait: 15 * time.Second}
 	return &cobra.Command{
 		Use:   "down",
 		Short: "Stop the memory daemon gracefully",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return downRun(cmd.Context(), opts)
 		},
 	}
@@ -305,7 +299,7 @@ type StatusOptions struct {
 	JSON bool
 }
 
-func newCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
+func newCmdStatus(f *Factory) *cobra.Command {
 	opts := &StatusOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -313,9 +307,6 @@ func newCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 		Long:  "Show the memory daemon's state. Exits 3 when it is not running.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return statusRun(cmd.Context(), opts)
 		},
 	}

@@ -59,7 +59,7 @@ type DoctorOptions struct {
 	JSON bool
 }
 
-func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
+func newCmdDoctor(f *Factory) *cobra.Command {
 	opts := &DoctorOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -69,9 +69,6 @@ Exits 1 when a check that relay needs fails; missing optional tools are
 warnings.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return doctorRun(cmd.Context(), opts)
 		},
 	}

@@ -21,7 +21,7 @@ type GitCommitOptions struct {
 	All    bool
 }
 
-func newCmdGit(f *Factory, runF func(*GitCommitOptions) error) *cobra.Command {
+func newCmdGit(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "git",
 		Short: "Git helpers for transactions",
@@ -36,9 +36,6 @@ git add .) and commit them with the transaction's gitCommitMsg; multi-line
 messages are kept as written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return gitCommitRun(cmd.Context(), opts)
 		},
 	}

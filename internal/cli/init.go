@@ -31,7 +31,7 @@ type InitOptions struct {
 	Force   bool
 }
 
-func newCmdInit(f *Factory, runF func(*InitOptions) error) *cobra.Command {
+func newCmdInit(f *Factory) *cobra.Command {
 	opts := &InitOptions{IO: f.IO, WorkDir: f.WorkDir, Home: f.Home}
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -47,9 +47,6 @@ Then it prints the system prompt to give your LLM. ` + "`relay --init`" + ` is t
 		Aliases: []string{"i"},
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return initRun(opts)
 		},
 	}

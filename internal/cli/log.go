@@ -21,7 +21,7 @@ type LogOptions struct {
 	Limit  int
 }
 
-func newCmdLog(f *Factory, runF func(*LogOptions) error) *cobra.Command {
+func newCmdLog(f *Factory) *cobra.Command {
 	opts := &LogOptions{IO: f.IO, Config: f.ProjectConfig}
 	cmd := &cobra.Command{
 		Use:     "log",
@@ -33,9 +33,6 @@ Like every project command, it first rolls back any transaction a crashed
 relay left pending.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return logRun(opts)
 		},
 	}

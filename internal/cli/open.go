@@ -29,7 +29,7 @@ type OpenOptions struct {
 	Browser func(ctx context.Context, url string) error
 }
 
-func newCmdOpen(f *Factory, runF func(*OpenOptions) error) *cobra.Command {
+func newCmdOpen(f *Factory) *cobra.Command {
 	opts := &OpenOptions{IO: f.IO, Getenv: f.Getenv}
 	cmd := &cobra.Command{
 		Use:   "open [thread]",
@@ -48,9 +48,6 @@ $BROWSER, when set, names the command that opens it.`,
 				opts.Thread = args[0]
 			}
 			opts.Client = func() (*client.Client, error) { return memoryClient(f) }
-			if runF != nil {
-				return runF(opts)
-			}
 			return openRun(cmd.Context(), opts)
 		},
 	}

@@ -30,7 +30,7 @@ type PatchOptions struct {
 	JSON      bool
 }
 
-func newCmdPatch(f *Factory, runF func(*PatchOptions) error) *cobra.Command {
+func newCmdPatch(f *Factory) *cobra.Command {
 	opts := &PatchOptions{IO: f.IO, WorkDir: f.WorkDir}
 	cmd := &cobra.Command{
 		Use:   "patch [--strategy S] [--fuzz 0.9] [--write] [--json] FILE PATCH",
@@ -64,9 +64,6 @@ not apply (every failing block is listed with its closest match), 2 bad usage.`,
 			}
 			if opts.FuzzSet && (opts.Fuzz <= 0 || opts.Fuzz > 1) {
 				return WithHint(Usagef("--fuzz must be a similarity above 0 and at most 1, got %g", opts.Fuzz), "relay patch --fuzz 0.9 FILE PATCH")
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return patchRun(opts)
 		},

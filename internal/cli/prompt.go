@@ -22,7 +22,7 @@ type PromptOptions struct {
 	WriteClipboard func(text string) (tool string, err error)
 }
 
-func newCmdPrompt(f *Factory, runF func(*PromptOptions) error) *cobra.Command {
+func newCmdPrompt(f *Factory) *cobra.Command {
 	opts := &PromptOptions{IO: f.IO, Config: f.ProjectConfig, WriteClipboard: clipboard.Write}
 	cmd := &cobra.Command{
 		Use:   "prompt",
@@ -37,9 +37,6 @@ The strategy defaults to watcher.preferredStrategy from relaycode.config.json.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("strategy") {
 				opts.Strategy = ""
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return promptRun(opts)
 		},

@@ -22,7 +22,7 @@ type ReportOptions struct {
 	NoStore bool
 }
 
-func newCmdReport(f *Factory, runF func(*ReportOptions) error) *cobra.Command {
+func newCmdReport(f *Factory) *cobra.Command {
 	opts := &ReportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
 		Use:   "report <thread> [--format md|json]",
@@ -35,9 +35,6 @@ as an artifact (its ref goes to stderr) unless --no-store is given.`,
 			opts.Thread = args[0]
 			if opts.Format != "md" && opts.Format != "json" {
 				return Usagef("--format must be md or json, got %q", opts.Format)
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return reportRun(cmd.Context(), opts)
 		},

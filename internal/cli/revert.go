@@ -23,7 +23,7 @@ type RevertOptions struct {
 	JSON   bool
 }
 
-func newCmdRevert(f *Factory, runF func(*RevertOptions) error) *cobra.Command {
+func newCmdRevert(f *Factory) *cobra.Command {
 	opts := &RevertOptions{IO: f.IO, Config: f.ProjectConfig}
 	cmd := &cobra.Command{
 		Use:     "revert [uuid|index]",
@@ -42,9 +42,6 @@ transaction, unless --force.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Ref = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return revertRun(cmd.Context(), opts)
 		},

@@ -38,7 +38,7 @@ func newCmdState(f *Factory) *cobra.Command {
 open_questions, decisions, plan, artifacts, last_actions, metrics). It changes only by
 RFC 6902 JSON Patch; every accepted patch makes a new version (state_ref vN).`,
 	}
-	cmd.AddCommand(newCmdStateHeader(f, nil), newCmdStateGet(f, nil), newCmdStatePatch(f, nil))
+	cmd.AddCommand(newCmdStateHeader(f), newCmdStateGet(f), newCmdStatePatch(f))
 	return cmd
 }
 
@@ -50,16 +50,13 @@ type StateHeaderOptions struct {
 	JSON     bool
 }
 
-func newCmdStateHeader(f *Factory, runF func(*StateHeaderOptions) error) *cobra.Command {
+func newCmdStateHeader(f *Factory) *cobra.Command {
 	opts := &StateHeaderOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "header",
 		Short: "Print the bounded state header (≤ 2 KB; what agents should read)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return stateHeaderRun(cmd.Context(), opts)
 		},
 	}
@@ -140,16 +137,13 @@ type StateGetOptions struct {
 	JSON     bool
 }
 
-func newCmdStateGet(f *Factory, runF func(*StateGetOptions) error) *cobra.Command {
+func newCmdStateGet(f *Factory) *cobra.Command {
 	opts := &StateGetOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "Print the full state document, latest or at --version N",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return stateGetRun(cmd.Context(), opts)
 		},
 	}
@@ -189,7 +183,7 @@ type StatePatchOptions struct {
 	Format   string
 }
 
-func newCmdStatePatch(f *Factory, runF func(*StatePatchOptions) error) *cobra.Command {
+func newCmdStatePatch(f *Factory) *cobra.Command {
 	opts := &StatePatchOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "patch",
@@ -203,9 +197,6 @@ patch (409) and nothing changes: re-read the state and retry.`,
   relay state patch --thread $TID --file patch.json --base 7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return statePatchRun(cmd.Context(), opts)
 		},
 	}

@@ -18,7 +18,7 @@ type StatsOptions struct {
 	JSON   bool
 }
 
-func newCmdStats(f *Factory, runF func(*StatsOptions) error) *cobra.Command {
+func newCmdStats(f *Factory) *cobra.Command {
 	opts := &StatsOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
 		Use:   "stats <thread>",
@@ -34,9 +34,6 @@ the seed's estimate. "session cache hits" counts since the daemon started.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Thread = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
 			return statsRun(cmd.Context(), opts)
 		},
 	}

@@ -17,9 +17,9 @@ func newCmdThread(f *Factory) *cobra.Command {
 		Use:   "thread",
 		Short: "Create, list, show and follow memory threads",
 	}
-	runs, show, tail := newCmdRuns(f, nil), newCmdShow(f, nil), newCmdTail(f, nil)
+	runs, show, tail := newCmdRuns(f), newCmdShow(f), newCmdTail(f)
 	runs.Aliases = []string{"ls", "list"}
-	cmd.AddCommand(newCmdThreadNew(f, nil), runs, show, tail, newCmdThreadUse(f))
+	cmd.AddCommand(newCmdThreadNew(f), runs, show, tail, newCmdThreadUse(f))
 	return cmd
 }
 
@@ -30,7 +30,7 @@ type ThreadNewOptions struct {
 	JSON bool
 }
 
-func newCmdThreadNew(f *Factory, runF func(*ThreadNewOptions) error) *cobra.Command {
+func newCmdThreadNew(f *Factory) *cobra.Command {
 	opts := &ThreadNewOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "new",
@@ -39,9 +39,6 @@ func newCmdThreadNew(f *Factory, runF func(*ThreadNewOptions) error) *cobra.Comm
 otherwise only the id, so TID=$(relay thread new) works.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return threadNewRun(cmd.Context(), opts)
 		},
 	}
@@ -82,16 +79,13 @@ type RunsOptions struct {
 	JSON  bool
 }
 
-func newCmdRuns(f *Factory, runF func(*RunsOptions) error) *cobra.Command {
+func newCmdRuns(f *Factory) *cobra.Command {
 	opts := &RunsOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List recent threads, most recently changed first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return runsRun(cmd.Context(), opts)
 		},
 	}
@@ -141,7 +135,7 @@ type ShowOptions struct {
 	JSON     bool
 }
 
-func newCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
+func newCmdShow(f *Factory) *cobra.Command {
 	opts := &ShowOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "show [<thread_id>]",
@@ -153,9 +147,6 @@ func newCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
 			}
 			if opts.ThreadID == "" {
 				return WithHint(Usagef("no thread given; pass a thread id, id prefix or name, or set RELAY_THREAD"), "relay runs")
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return showRun(cmd.Context(), opts)
 		},
@@ -210,7 +201,7 @@ type TailOptions struct {
 	JSON     bool
 }
 
-func newCmdTail(f *Factory, runF func(*TailOptions) error) *cobra.Command {
+func newCmdTail(f *Factory) *cobra.Command {
 	opts := &TailOptions{F: f}
 	cmd := &cobra.Command{
 		Use:   "tail [<thread_id>]",
@@ -224,9 +215,6 @@ The connection resumes after the last event seen if it drops.`,
 			}
 			if opts.ThreadID == "" {
 				return WithHint(Usagef("no thread given; pass a thread id, id prefix or name, or set RELAY_THREAD"), "relay runs")
-			}
-			if runF != nil {
-				return runF(opts)
 			}
 			return tailRun(cmd.Context(), opts)
 		},

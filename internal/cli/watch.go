@@ -30,7 +30,7 @@ type WatchOptions struct {
 	Env func() clipboard.Env
 }
 
-func newCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
+func newCmdWatch(f *Factory) *cobra.Command {
 	opts := &WatchOptions{IO: f.IO, Config: f.ProjectConfig, Env: clipboard.System}
 	cmd := &cobra.Command{
 		Use:     "watch",
@@ -50,9 +50,6 @@ relay doctor shows which one is in use. The config is reloaded when it changes
 then exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
 			return watchRun(cmd.Context(), opts)
 		},
 	}
