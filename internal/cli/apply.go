@@ -260,16 +260,16 @@ func txnError(err error, file string) error {
 	case errors.As(err, &busy):
 		return WithHint(err, "wait for the other relay to finish (relay watch may be running in another terminal)")
 	case errors.As(err, &skip):
-		if strings.Contains(skip.Reason, "already been processed") {
+		switch skip.Kind {
+		case txn.SkipDuplicate:
 			return WithHint(err, "relay log   (it is already applied; ask the LLM for a new uuid to apply it again)")
-		}
-		if strings.Contains(skip.Reason, "projectId") {
+		case txn.SkipWrongProject:
 			return WithHint(err, "relay prompt   (give the LLM this project's id), or run relay in the right project")
 		}
 		return err
 	case errors.As(err, &fail):
 		switch {
-		case fail.Step == "interrupted":
+		case fail.Step == txn.StepInterrupted:
 			return ExitCode(exitInterrupt, err)
 		case errors.As(err, &need):
 			if file == "" {
@@ -280,10 +280,12 @@ func txnError(err error, file string) error {
 			return err
 		case errors.As(err, &pathErr):
 			return WithHint(err, "ask the LLM to use paths relative to the project root")
-		case fail.Step == "patch":
+		case fail.Step == txn.StepPatch:
 			return WithHint(err, "ask the LLM to resend that block against the current file; relay apply --dry-run FILE shows where blocks land")
-		case fail.Step == "pre-command" || fail.Step == "post-command":
-			return WithHint(err, "fix the command (patch."+strings.ReplaceAll(fail.Step, "-c", "C")+" in the config) or the project, then "+again)
+		case fail.Step == txn.StepPreCommand:
+			return WithHint(err, "fix the command (patch.preCommand in the config) or the project, then "+again)
+		case fail.Step == txn.StepPostCommand:
+			return WithHint(err, "fix the command (patch.postCommand in the config) or the project, then "+again)
 		case fail.RollbackErr != nil:
 			return WithHint(err, "relay log   (retries the rollback)")
 		}

@@ -557,7 +557,7 @@ func mcpTxnErr(err error) error {
 		return WithHint(err, `the project's approvalMode is manual: ask the user to apply it (relay apply FILE -y), or set "approvalMode": "auto" in relaycode.config.json`)
 	}
 	var fail *txn.Failure
-	if errors.As(err, &fail) && fail.Step == "patch" {
+	if errors.As(err, &fail) && fail.Step == txn.StepPatch {
 		return WithHint(err, `re-read the file and send old_string exactly as it is now (op=edit), or resend that block (op=answer); dry_run shows where blocks land`)
 	}
 	return txnError(err, "")

@@ -103,8 +103,37 @@ type Result struct {
 }
 
 // SkipError is a response that is not applied at all: nothing was run or
-// touched.
-type SkipError struct{ Reason string }
+// touched. Kind says why, for callers that advise on it.
+type SkipError struct {
+	Kind   SkipKind
+	Reason string
+}
+
+// SkipKind classifies a SkipError.
+type SkipKind int
+
+// Why a response is skipped.
+const (
+	SkipInvalid      SkipKind = iota // the response does not parse as operations
+	SkipDuplicate                    // its uuid was applied before
+	SkipWrongProject                 // its projectId names another project
+	SkipEmpty                        // it has no file operations
+	SkipFileCount                    // too few or too many file changes for the config
+)
+
+// The steps of a transaction, in order: Failure.Step is one of them.
+const (
+	StepPreCommand  = "pre-command"
+	StepSnapshot    = "snapshot"
+	StepPathCheck   = "path check"
+	StepPatch       = "patch"
+	StepWrite       = "write"
+	StepPostCommand = "post-command"
+	StepLinter      = "linter"
+	StepApproval    = "approval"
+	StepInterrupted = "interrupted"
+	StepCommit      = "commit"
+)
 
 func (e *SkipError) Error() string { return "skipping patch: " + e.Reason }
 
@@ -128,7 +157,7 @@ var ErrRejected = errors.New("changes rejected by the user")
 // had changed was restored (Restored) unless RollbackErr says otherwise.
 type Failure struct {
 	UUID        string
-	Step        string // pre-command, snapshot, patch, write, post-command, linter, approval, interrupted, commit
+	Step        string // one of the Step constants
 	Err         error
 	Touched     bool // whether project files had been changed before the rollback
 	Restored    []string
@@ -145,7 +174,7 @@ func (f *Failure) Error() string {
 	default:
 		status = "nothing was changed"
 	}
-	if f.Step == "approval" || f.Step == "interrupted" {
+	if f.Step == StepApproval || f.Step == StepInterrupted {
 		return fmt.Sprintf("%v; %s", f.Err, status)
 	}
 	return fmt.Sprintf("%s failed, %s: %v", f.Step, status, f.Err)
@@ -192,7 +221,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	if Committed(e.Dir, c.UUID) {
-		return nil, &SkipError{fmt.Sprintf("uuid '%s' has already been processed", c.UUID)}
+		return nil, &SkipError{Kind: SkipDuplicate, Reason: fmt.Sprintf("uuid '%s' has already been processed", c.UUID)}
 	}
 
 	e.logf("Starting transaction %s (%d operation(s)).", c.UUID, len(resp.Operations))
@@ -236,15 +265,15 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	defer proj.close()
 	pl, err := e.plan(proj, req)
 	if err != nil {
-		step := "snapshot"
+		step := StepSnapshot
 		var (
 			pe   *patchError
 			path *PathError
 		)
 		if errors.As(err, &pe) {
-			step = "patch"
+			step = StepPatch
 		} else if errors.As(err, &path) {
-			step = "path check"
+			step = StepPathCheck
 		}
 		return nil, fail(step, err)
 	}
@@ -363,20 +392,20 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 func (e *Engine) validate(resp *patch.Response) error {
 	c := resp.Control
 	if err := validUUID(c.UUID); err != nil {
-		return &SkipError{err.Error()}
+		return &SkipError{Kind: SkipInvalid, Reason: err.Error()}
 	}
 	if c.ProjectID != e.Opts.ProjectID {
-		return &SkipError{fmt.Sprintf("projectId mismatch (expected '%s', got '%s')", e.Opts.ProjectID, c.ProjectID)}
+		return &SkipError{Kind: SkipWrongProject, Reason: fmt.Sprintf("projectId mismatch (expected '%s', got '%s')", e.Opts.ProjectID, c.ProjectID)}
 	}
 	n := len(resp.Operations)
 	if n == 0 {
-		return &SkipError{"the response has no file operations"}
+		return &SkipError{Kind: SkipEmpty, Reason: "the response has no file operations"}
 	}
 	if e.Opts.MinFileChanges > 0 && n < e.Opts.MinFileChanges {
-		return &SkipError{fmt.Sprintf("not enough file changes (expected at least %d, got %d)", e.Opts.MinFileChanges, n)}
+		return &SkipError{Kind: SkipFileCount, Reason: fmt.Sprintf("not enough file changes (expected at least %d, got %d)", e.Opts.MinFileChanges, n)}
 	}
 	if e.Opts.MaxFileChanges > 0 && n > e.Opts.MaxFileChanges {
-		return &SkipError{fmt.Sprintf("too many file changes (expected at most %d, got %d)", e.Opts.MaxFileChanges, n)}
+		return &SkipError{Kind: SkipFileCount, Reason: fmt.Sprintf("too many file changes (expected at most %d, got %d)", e.Opts.MaxFileChanges, n)}
 	}
 	return nil
 }
