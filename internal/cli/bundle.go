@@ -55,20 +55,20 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	if _, err := os.Stat(out); err == nil && !opts.Force {
 		return WithHint(fmt.Errorf("%s already exists", out), "relay export "+tid+" --out "+out+" --force")
 	}
-	resp, err := c.Do(ctx, client.Request{Method: "GET", Path: threadPath(tid) + "/export"})
+	zr, length, err := c.Export(ctx, tid)
 	if err != nil {
 		return apiErr(err, tid)
 	}
-	defer resp.Body.Close()
+	defer zr.Close()
 	// Write beside the target and rename, so a failed export never leaves a half zip.
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".relay-export-*.zip")
 	if err != nil {
 		return fmt.Errorf("create %s: %w", out, err)
 	}
 	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, resp.Body)
-	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
-		err = fmt.Errorf("got %d of %d bytes", n, resp.ContentLength)
+	n, err := io.Copy(tmp, zr)
+	if err == nil && length >= 0 && n != length {
+		err = fmt.Errorf("got %d of %d bytes", n, length)
 	}
 	if err == nil {
 		err = tmp.Sync()
@@ -126,30 +126,13 @@ func importRun(ctx context.Context, opts *ImportOptions) error {
 	if err != nil {
 		return err
 	}
-	path := "/import"
-	if opts.AsNew {
-		path += "?as_new=1"
-	}
-	var res struct {
-		ThreadID     string            `json:"thread_id"`
-		FromThreadID string            `json:"from_thread_id"`
-		AsNew        bool              `json:"as_new"`
-		Versions     int               `json:"versions"`
-		Artifacts    int               `json:"artifacts"`
-		Events       int               `json:"events"`
-		RefMap       map[string]string `json:"ref_map,omitempty"`
-	}
-	resp, err := c.Do(ctx, client.Request{Method: "POST", Path: path, Body: fh, Type: "application/zip"})
+	res, err := c.Import(ctx, fh, opts.AsNew)
 	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Code == "thread_exists" {
 			return WithHint(err, "relay import "+opts.File+" --as-new")
 		}
 		return apiErr(err, "")
-	}
-	defer resp.Body.Close()
-	if err := decodeBody(resp.Body, &res); err != nil {
-		return err
 	}
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, res)

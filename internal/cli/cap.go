@@ -27,33 +27,6 @@ func newCmdCap(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// apiCall sends a JSON request to the daemon and decodes a JSON answer into out (when non-nil).
-func apiCall(ctx context.Context, c *client.Client, method, path string, body any, out any) error {
-	req := client.Request{Method: method, Path: path}
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		req.Body, req.Type = bytes.NewReader(b), "application/json"
-	}
-	resp, err := c.Do(ctx, req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	dec := json.NewDecoder(resp.Body)
-	dec.UseNumber()
-	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("decode daemon answer to %s %s: %w", method, path, err)
-	}
-	return nil
-}
-
 // CapListOptions are the inputs of `relay cap list`.
 type CapListOptions struct {
 	IO     *iostreams.IOStreams
@@ -76,31 +49,23 @@ func newCmdCapList(f *Factory) *cobra.Command {
 	return cmd
 }
 
-type capInfo struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	ArgsSchema  json.RawMessage `json:"args_schema"`
-	Cacheable   bool            `json:"cacheable"`
-	CacheTTLSec int64           `json:"cache_ttl_sec"`
-}
+type capInfo = client.CapabilityInfo
 
 func capListRun(ctx context.Context, opts *CapListOptions) error {
 	c, err := opts.Client()
 	if err != nil {
 		return err
 	}
-	var out struct {
-		Capabilities []capInfo `json:"capabilities"`
-	}
-	if err := apiCall(ctx, c, "GET", "/cap/list", nil, &out); err != nil {
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
 		return apiErr(err, "")
 	}
 	if opts.JSON {
-		return writeJSON(opts.IO.Out, out.Capabilities)
+		return writeJSON(opts.IO.Out, caps)
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCACHE\tDESCRIPTION")
-	for _, ci := range out.Capabilities {
+	for _, ci := range caps {
 		cache := "-"
 		if ci.Cacheable {
 			cache = fmt.Sprintf("%ds", ci.CacheTTLSec)
@@ -189,16 +154,7 @@ func capInvokeRun(ctx context.Context, opts *CapInvokeOptions) error {
 	if err != nil {
 		return err
 	}
-	var out struct {
-		Capability  string          `json:"capability"`
-		ThreadID    string          `json:"thread_id"`
-		ArtifactRef string          `json:"artifact_ref"`
-		Preview     json.RawMessage `json:"preview"`
-		Cached      bool            `json:"cached"`
-		DurationMS  int64           `json:"duration_ms"`
-		EventID     int64           `json:"event_id"`
-	}
-	err = apiCall(ctx, c, "POST", "/cap/invoke", map[string]any{"thread_id": tid, "capability": opts.Capability, "args": args, "no_cache": opts.NoCache}, &out)
+	out, err := c.Invoke(ctx, client.InvokeRequest{ThreadID: tid, Capability: opts.Capability, Args: args, NoCache: opts.NoCache})
 	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) {

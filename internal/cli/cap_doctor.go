@@ -44,10 +44,8 @@ func checkCapabilities(ctx context.Context, f *Factory) checkResult {
 		return checkResult{Status: statusWarn, Detail: "skipped: " + err.Error()}
 	}
 	c.HTTP = shortHTTP()
-	var out struct {
-		Capabilities []capInfo `json:"capabilities"`
-	}
-	if err := apiCall(ctx, c, "GET", "/cap/list", nil, &out); err != nil {
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
 		var ue *client.UnreachableError
 		if errors.As(err, &ue) {
 			return checkResult{Status: statusWarn, Detail: "skipped: the daemon is not running", Hint: "relay up"}
@@ -55,8 +53,8 @@ func checkCapabilities(ctx context.Context, f *Factory) checkResult {
 		// The daemon check above already reports why the daemon refused; do not fail twice.
 		return checkResult{Status: statusWarn, Detail: "skipped: the daemon did not list capabilities: " + err.Error()}
 	}
-	names := make([]string, len(out.Capabilities))
-	for i, ci := range out.Capabilities {
+	names := make([]string, len(caps))
+	for i, ci := range caps {
 		names[i] = ci.Name
 	}
 	detail := strings.Join(names, ", ")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -217,13 +216,11 @@ func (m *mcpMemory) Header(ctx context.Context, thread string, since int) (json.
 // headerSince asks for the header delta; a daemon without it answers the full
 // header, which is still correct for the model.
 func headerSince(ctx context.Context, c *client.Client, thread string, since int) (json.RawMessage, error) {
-	resp, err := c.Do(ctx, client.Request{Method: "GET", Path: fmt.Sprintf("%s/state/header?since=v%d", threadPath(thread), since)})
-	if err != nil {
-		return nil, err
+	d, err := c.HeaderSince(ctx, thread, since)
+	if err != nil || d.Full != nil {
+		return d.Full, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	return bytes.TrimSpace(b), err
+	return json.Marshal(d)
 }
 
 func (m *mcpMemory) State(ctx context.Context, thread string, version int) (json.RawMessage, error) {
@@ -292,11 +289,15 @@ func (m *mcpMemory) Artifacts(ctx context.Context, thread string, limit int) ([]
 }
 
 func (m *mcpMemory) Invoke(ctx context.Context, thread, capability string, args json.RawMessage) (json.RawMessage, error) {
-	var out json.RawMessage
-	err := m.do(ctx, thread, func(c *client.Client) error {
-		return apiCall(ctx, c, "POST", "/cap/invoke", map[string]any{"thread_id": thread, "capability": capability, "args": args}, &out)
+	var out client.Invocation
+	err := m.do(ctx, thread, func(c *client.Client) (err error) {
+		out, err = c.Invoke(ctx, client.InvokeRequest{ThreadID: thread, Capability: capability, Args: args})
+		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
 }
 
 func (m *mcpMemory) Events(ctx context.Context, thread string, after int64, limit int) (json.RawMessage, error) {

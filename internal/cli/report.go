@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -53,16 +52,11 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	b, _ := json.Marshal(map[string]any{"format": opts.Format, "store": !opts.NoStore})
-	resp, err := c.Do(ctx, client.Request{Method: "POST", Path: "/reports/" + tid, Body: bytes.NewReader(b), Type: "application/json"})
+	rep, err := c.BuildReport(ctx, tid, opts.Format, !opts.NoStore)
 	if err != nil {
 		return apiErr(err, tid)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("read report: %w", err)
-	}
+	body := rep.Body
 	if opts.Format == "json" {
 		var pretty bytes.Buffer
 		if json.Indent(&pretty, body, "", "  ") == nil {
@@ -72,15 +66,8 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	if _, err := opts.IO.Out.Write(body); err != nil {
 		return err
 	}
-	if ref := resp.Header.Get("X-Relay-Artifact-Ref"); ref != "" {
+	if ref := rep.ArtifactRef; ref != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "report stored as artifact %s (relay artifact get %s --thread %s)\n", ref, ref, tid)
-	}
-	return nil
-}
-
-func decodeBody(r io.Reader, out any) error {
-	if err := json.NewDecoder(r).Decode(out); err != nil {
-		return fmt.Errorf("decode daemon answer: %w", err)
 	}
 	return nil
 }

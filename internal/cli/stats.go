@@ -69,7 +69,7 @@ func statsRun(ctx context.Context, opts *StatsOptions) error {
 		return err
 	}
 	var s statsOut
-	if err := apiCall(ctx, c, "GET", threadPath(tid)+"/stats", nil, &s); err != nil {
+	if err := c.Stats(ctx, tid, &s); err != nil {
 		return apiErr(err, tid)
 	}
 	if opts.JSON {
