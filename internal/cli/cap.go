@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -48,8 +47,6 @@ func newCmdCapList(f *Factory) *cobra.Command {
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print name, description, args_schema, cacheable, cache_ttl_sec as JSON")
 	return cmd
 }
-
-type capInfo = client.CapabilityInfo
 
 func capListRun(ctx context.Context, opts *CapListOptions) error {
 	c, err := opts.Client()
@@ -177,6 +174,3 @@ func capInvokeRun(ctx context.Context, opts *CapInvokeOptions) error {
 	_, err = fmt.Fprintf(opts.IO.Out, "artifact_ref  %s\ncached        %t\npreview: %s\n", out.ArtifactRef, out.Cached, compact.String())
 	return err
 }
-
-// threadPath escapes a thread id for a URL path.
-func threadPath(id string) string { return "/threads/" + url.PathEscape(id) }
