@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/relaydev/relay/internal/atomicfile"
 )
 
 // SessionEntry binds a user's label to a friend's native conversation.
@@ -136,7 +138,7 @@ func (s *SessionStore) Save(e SessionEntry) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(s.path(), append(b, '\n'))
+	return atomicfile.WriteFile(s.path(), append(b, '\n'), 0o600)
 }
 
 // Delete forgets a label for every backend; it reports whether any existed.
@@ -163,30 +165,5 @@ func (s *SessionStore) Delete(label string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return true, writeFileAtomic(s.path(), append(b, '\n'))
-}
-
-// writeFileAtomic writes via a temp file in the same directory, fsync, rename.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return true, atomicfile.WriteFile(s.path(), append(b, '\n'), 0o600)
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
 )
@@ -184,24 +184,13 @@ func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
 	return saveFile(opts.Out, body)
 }
 
-// saveFile writes r to path via a temp file and rename, so a failed download leaves no
-// half-written file and never clobbers the old one.
+// saveFile writes r to path crash-safely, so a failed download leaves no half-written
+// file and never clobbers the old one.
 func saveFile(path string, r io.Reader) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, cerr := io.Copy(tmp, r)
-	err = errors.Join(cerr, tmp.Sync(), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, 0o600, atomicfile.Options{}, func(w io.Writer) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
 }
 
 // ArtifactLsOptions are the inputs of `relay artifact ls`.

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
 )
@@ -60,27 +60,18 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 		return apiErr(err, tid)
 	}
 	defer zr.Close()
-	// Write beside the target and rename, so a failed export never leaves a half zip.
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".relay-export-*.zip")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", out, err)
-	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, zr)
-	if err == nil && length >= 0 && n != length {
-		err = fmt.Errorf("got %d of %d bytes", n, length)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	// Written whole or not at all, so a failed export never leaves a half zip.
+	var n int64
+	err = atomicfile.Write(out, 0o600, atomicfile.Options{}, func(w io.Writer) error {
+		var err error
+		n, err = io.Copy(w, zr)
+		if err == nil && length >= 0 && n != length {
+			err = fmt.Errorf("got %d of %d bytes", n, length)
+		}
+		return err
+	})
 	if err != nil {
 		return WithHint(fmt.Errorf("export interrupted: %w; nothing was written to %s", err, out), "relay export "+tid+" --out "+out)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "exported thread %s (%d bytes)\n", tid, n)
 	_, err = fmt.Fprintln(opts.IO.Out, out)

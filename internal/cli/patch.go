@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/apply/patch"
+	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
 )
@@ -330,46 +331,13 @@ func blockNotes(bs []patch.BlockResult) []string {
 	return notes
 }
 
-// writeFileAtomic replaces p with content: temp file in the same directory,
-// fsync, rename, so a crash leaves either the old or the new file.
+// writeFileAtomic replaces p with content crash-safely, so a crash leaves either the old
+// or the new file.
 func writeFileAtomic(p, content string, mode os.FileMode) error {
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return atomicfile.Write(p, mode, atomicfile.Options{MkdirPerm: 0o755}, func(w io.Writer) error {
+		_, err := io.WriteString(w, content)
 		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".relay-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.WriteString(content); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(name, p); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // make the rename durable; not all file systems support it
-		d.Close()
-	}
-	return nil
+	})
 }
 
 // opForFile picks the one write operation of a response whose path is file

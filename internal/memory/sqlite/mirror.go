@@ -3,12 +3,14 @@ package sqlite
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -175,28 +177,11 @@ func (m *mirror) artifact(a memory.Artifact, content []byte) {
 	m.files <- fileJob{filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+memory.ExtFor(a.Type, a.Mime)), bytes.Clone(content)}
 }
 
-// writeFileAtomic writes via a temp file and rename so readers never see half a file.
+// writeFileAtomic replaces a mirror file. No fsync: the mirror is rebuilt from the
+// database when it falls behind, so a power loss costs nothing.
 func writeFileAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	return atomicfile.Write(path, 0o600, atomicfile.Options{NoSync: true, MkdirPerm: 0o700}, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	})
 }
