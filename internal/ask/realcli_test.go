@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/relaydev/relay/internal/fakellm"
 )
 
 // The real-CLI tier: the pinned npm releases of codex, gemini, claude and qwen
@@ -169,7 +171,7 @@ func TestRealCLIs(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(bin, c.name)); err != nil {
 				t.Fatalf("%s not installed in %s: run scripts/install-friend-clis.sh", c.name, bin)
 			}
-			srv := newFakeLLM(t, "FAKE-ANSWER from the "+c.name+" friend.")
+			srv := fakellm.New(t, "FAKE-ANSWER from the "+c.name+" friend.")
 			home := t.TempDir()
 			repo := gitRepo(t)
 			env := []string{
@@ -202,9 +204,9 @@ func TestRealCLIs(t *testing.T) {
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				start := time.Now()
 				err = cmd.Run()
-				t.Logf("relay %s: %s, %d requests so far", strings.Join(args[:3], " "), time.Since(start).Round(time.Millisecond), len(srv.requests()))
+				t.Logf("relay %s: %s, %d requests so far", strings.Join(args[:3], " "), time.Since(start).Round(time.Millisecond), len(srv.Requests()))
 				if err != nil {
-					for _, r := range srv.requests() {
+					for _, r := range srv.Requests() {
 						t.Logf("server saw %s %s model=%q stream=%v", r.Method, r.Path, r.Model, r.Stream)
 					}
 					t.Fatalf("relay ask --to %s: %v\nstdout:\n%s\nstderr:\n%s", c.name, err, stdout.String(), stderr.String())
@@ -222,7 +224,7 @@ func TestRealCLIs(t *testing.T) {
 				t.Errorf("got backend %q answer %q, want %q", out.Backend, out.Answer, srv.Answer)
 			}
 			for _, want := range []string{"Request:\n" + prompt, "Repository path: " + repo, "Git Diff:\n", "DIFF-MARKER"} {
-				if !srv.sawText(want) {
+				if !srv.SawText(want) {
 					t.Errorf("the fake LLM never saw %q in a request body", want)
 				}
 			}
@@ -237,16 +239,16 @@ func TestRealCLIs(t *testing.T) {
 			if out := ask(t, "second question", "--context-file", big); out.Answer != srv.Answer {
 				t.Errorf("big context: answer %q", out.Answer)
 			}
-			if !srv.sawText("BIG-CONTEXT-END") {
+			if !srv.SawText("BIG-CONTEXT-END") {
 				t.Errorf("the end of a 196 KB context never reached the server")
 			}
 
 			first := "SESSION-TURN-ONE for " + c.name
 			ask(t, first, "--session", "conv")
-			before := len(srv.requests())
+			before := len(srv.Requests())
 			ask(t, "SESSION-TURN-TWO", "--session", "conv")
 			carried := false
-			for _, r := range srv.requests()[before:] {
+			for _, r := range srv.Requests()[before:] {
 				if strings.Contains(r.Text, "SESSION-TURN-TWO") && strings.Contains(r.Text, first) {
 					carried = true
 				}
@@ -299,7 +301,7 @@ func TestRealCodexNested(t *testing.T) {
 	if err != nil {
 		t.Fatal("node not on PATH")
 	}
-	srv := newFakeLLM(t, "NESTED-DONE")
+	srv := fakellm.New(t, "NESTED-DONE")
 	// codex's shell is a login shell that resets PATH, so name relay by its path
 	srv.ShellCmd = relay + " ask --to codex --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
 		relay + " ask --to claude --prompt inner 2>&1; echo depth-rc=$?; env | grep -E '^(PHONE_A_FRIEND|CODEX_SANDBOX)' | sort"
@@ -309,7 +311,7 @@ func TestRealCodexNested(t *testing.T) {
 		"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8"}
 	env = append(env, realCLIs[0].setup(t, home, srv.URL)...)
 	for _, sandbox := range []string{"read-only", "danger-full-access"} {
-		before := len(srv.requests())
+		before := len(srv.Requests())
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 		cmd := exec.CommandContext(ctx, relay, "ask", "--to", "codex", "--prompt", "run the check", "--repo", repo, "--sandbox", sandbox, "--timeout", "120")
 		cmd.Env, cmd.Dir = env, repo
@@ -319,7 +321,7 @@ func TestRealCodexNested(t *testing.T) {
 			t.Fatalf("%s: relay ask: %v\n%s", sandbox, err, out)
 		}
 		var toolOutput string
-		for _, r := range srv.requests()[before:] {
+		for _, r := range srv.Requests()[before:] {
 			var body struct {
 				Input []struct {
 					Type   string          `json:"type"`
@@ -332,7 +334,7 @@ func TestRealCodexNested(t *testing.T) {
 					var sb strings.Builder
 					var v any
 					_ = json.Unmarshal(in.Output, &v)
-					collectStrings(v, &sb)
+					fakellm.CollectStrings(v, &sb)
 					toolOutput = sb.String()
 				}
 			}
@@ -374,7 +376,7 @@ func TestRealClaudeNested(t *testing.T) {
 		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
 	}
 	relay := buildRelay(t, root)
-	srv := newFakeLLM(t, "NESTED-DONE")
+	srv := fakellm.New(t, "NESTED-DONE")
 	srv.BashTrigger = "run the claude check"
 	// PHONE_A_FRIEND_HOST is cleared so only Claude Code's own marker can name the host
 	srv.ShellCmd = "env -u PHONE_A_FRIEND_HOST " + relay + " ask --to claude --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
@@ -394,7 +396,7 @@ func TestRealClaudeNested(t *testing.T) {
 		t.Fatalf("relay ask: %v\n%s", err, out)
 	}
 	var toolOutput string
-	for _, r := range srv.requests() {
+	for _, r := range srv.Requests() {
 		if strings.Contains(string(r.Body), "tool_result") {
 			toolOutput = r.Text
 		}
@@ -430,7 +432,7 @@ func TestRealGeminiDefaultModel(t *testing.T) {
 		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
 	}
 	relay := buildRelay(t, root)
-	srv := newFakeLLM(t, "DEFAULT-MODEL-ANSWER")
+	srv := fakellm.New(t, "DEFAULT-MODEL-ANSWER")
 	home := t.TempDir()
 	repo := gitRepo(t)
 	env := []string{"PATH=" + strings.Join([]string{bin, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
@@ -442,7 +444,7 @@ func TestRealGeminiDefaultModel(t *testing.T) {
 	cmd.Env, cmd.Dir = env, repo
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		for _, r := range srv.requests() {
+		for _, r := range srv.Requests() {
 			t.Logf("server saw %s %s model=%q", r.Method, r.Path, r.Model)
 		}
 		t.Fatalf("relay ask --to gemini (no --model): %v\n%s", err, out)
@@ -450,7 +452,7 @@ func TestRealGeminiDefaultModel(t *testing.T) {
 	if !strings.Contains(string(out), `"answer": "DEFAULT-MODEL-ANSWER"`) {
 		t.Fatalf("unexpected output:\n%s", out)
 	}
-	for _, r := range srv.requests() {
+	for _, r := range srv.Requests() {
 		t.Logf("server saw %s %s model=%q", r.Method, r.Path, r.Model)
 	}
 }

@@ -531,9 +531,7 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		}
 		req = txn.Request{Response: resp}
 	} else {
-		resp, patcher := editRequest(cfg, a)
-		req = txn.Request{Response: resp}
-		eng.Patch = patcher
+		req = txn.Request{Response: editRequest(cfg, a)}
 	}
 	if a.DryRun {
 		eng.Logf = nil
@@ -564,55 +562,19 @@ func mcpTxnErr(err error) error {
 	return txnError(err, "")
 }
 
-// editRequest makes one old_string/new_string edit a transaction of its own:
-// the replacement runs inside the engine, against the file as the transaction
-// snapshotted it, so it is logged, linted and revertable like any answer.
-func editRequest(cfg *config.Config, a mcp.ApplyArgs) (*patch.Response, txn.Patcher) {
+// editRequest makes one old_string/new_string edit a transaction of its own
+// through the patch engine's edit strategy: the replacement runs against the
+// file as the transaction snapshotted it, so it is logged, linted and
+// revertable like any pasted answer.
+func editRequest(cfg *config.Config, a mcp.ApplyArgs) *patch.Response {
 	summary := "Edit " + a.Path
-	resp := &patch.Response{
+	body, _ := json.Marshal(patch.Edit{OldString: a.OldString, NewString: a.NewString, ReplaceAll: a.ReplaceAll})
+	return &patch.Response{
 		Control: patch.Control{ProjectID: cfg.ProjectID, UUID: uuid.NewString(), PromptSummary: summary, GitCommitMsg: summary,
 			ChangeSummary: []patch.ChangeSummaryItem{{Action: "edit", Path: a.Path}}},
-		Operations: []patch.Operation{{Kind: patch.OpWrite, Path: a.Path, Strategy: patch.Replace, Content: editMarker}},
+		Operations: []patch.Operation{{Kind: patch.OpWrite, Path: a.Path, Strategy: patch.EditStrategy, Content: string(body)}},
 		Reasoning:  []string{"Edit made through relay mcp (old_string/new_string)."},
 	}
-	patcher := func(original string, exists bool, strategy patch.Strategy, body string, opts patch.Options) (patch.Result, error) {
-		if body != editMarker {
-			return patch.Apply(original, exists, strategy, body, opts)
-		}
-		out, err := replaceString(original, exists, a.OldString, a.NewString, a.ReplaceAll)
-		if err != nil {
-			return patch.Result{}, err
-		}
-		return patch.Result{Content: out, Strategy: patch.Replace}, nil
-	}
-	return resp, patcher
-}
-
-const editMarker = "\x00relay-mcp-edit\x00"
-
-// replaceString is the old_string/new_string edit: old must occur exactly
-// once (or at least once with all), so an edit never lands somewhere the
-// model did not mean. An empty old creates a file that does not exist.
-func replaceString(original string, exists bool, old, new string, all bool) (string, error) {
-	if old == "" {
-		if exists && original != "" {
-			return "", errors.New("old_string is empty but the file exists and is not empty; give the text to replace")
-		}
-		return new, nil
-	}
-	if !exists {
-		return "", errors.New("the file does not exist; to create it, send an empty old_string")
-	}
-	n := strings.Count(original, old)
-	switch {
-	case n == 0:
-		return "", errors.New("old_string was not found in the file")
-	case n > 1 && !all:
-		return "", fmt.Errorf("old_string occurs %d times; add surrounding lines so it is unique, or set replace_all", n)
-	case all:
-		return strings.ReplaceAll(original, old, new), nil
-	}
-	return strings.Replace(original, old, new, 1), nil
 }
 
 func mcpLog(dir string, limit int) (any, error) {

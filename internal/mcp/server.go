@@ -417,7 +417,7 @@ func (s *Server) memory(ctx context.Context, a MemoryArgs) (any, error) {
 		raw, err := m.NewThread(ctx, a.Name)
 		if err == nil {
 			var t struct {
-				ID string `json:"id"`
+				ID string `json:"thread_id"`
 			}
 			if json.Unmarshal(raw, &t) == nil && t.ID != "" {
 				s.watch(t.ID)

@@ -34,7 +34,7 @@ var errNotFound = errors.New("artifact not found")
 func (f *fakeMemory) log(s string) { f.mu.Lock(); f.calls = append(f.calls, s); f.mu.Unlock() }
 
 func (f *fakeMemory) NewThread(ctx context.Context, name string) (json.RawMessage, error) {
-	return json.RawMessage(`{"id":"22222222-2222-4222-8222-222222222222","name":"` + name + `"}`), nil
+	return json.RawMessage(`{"thread_id":"22222222-2222-4222-8222-222222222222","name":"` + name + `"}`), nil
 }
 func (f *fakeMemory) Resolve(ctx context.Context, thread string) (string, error) {
 	if thread == "missing" {

@@ -1,4 +1,8 @@
-package ask_test
+// Package fakellm is a loopback LLM server for tests of the real agent CLIs:
+// it speaks the Responses API (codex), Anthropic Messages (claude), Gemini
+// generateContent (gemini) and Chat Completions (qwen), answers with canned
+// text, a shell-tool call, or a call of an MCP tool, and records every request.
+package fakellm
 
 import (
 	"encoding/json"
@@ -11,11 +15,8 @@ import (
 	"testing"
 )
 
-// fakeLLM is a loopback LLM server speaking what each friend CLI needs: the
-// Responses API (codex), Anthropic Messages (claude), Gemini
-// generateContent/streamGenerateContent (gemini) and Chat Completions (qwen).
-// It answers every turn with Answer and records what it saw.
-type fakeLLM struct {
+// Server answers every turn with Answer (or a tool call) and records what it saw.
+type Server struct {
 	*httptest.Server
 	Answer string
 	// ShellCmd, when set, makes the first Responses API turn a call of
@@ -24,12 +25,17 @@ type fakeLLM struct {
 	// BashTrigger, when set, makes an Anthropic turn whose request contains it
 	// (and no tool_result yet) a call of claude's Bash tool running ShellCmd.
 	BashTrigger string
+	// Tool, when set, makes the model call an MCP tool once (see ToolCall).
+	Tool *ToolCall
 
-	mu   sync.Mutex
-	reqs []seenRequest
+	mu      sync.Mutex
+	reqs    []Request
+	results []string
+	calls   int
 }
 
-type seenRequest struct {
+// Request is one request the server saw.
+type Request struct {
 	Method, Path string
 	Body         []byte
 	Model        string
@@ -37,22 +43,24 @@ type seenRequest struct {
 	Text         string // every string in the JSON body, joined: where the envelope shows up
 }
 
-func newFakeLLM(t *testing.T, answer string) *fakeLLM {
-	f := &fakeLLM{Answer: answer}
+// New starts a server on 127.0.0.1, closed when the test ends.
+func New(t testing.TB, answer string) *Server {
+	f := &Server{Answer: answer}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
 }
 
-func (f *fakeLLM) requests() []seenRequest {
+// Requests returns every request seen so far.
+func (f *Server) Requests() []Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]seenRequest(nil), f.reqs...)
+	return append([]Request(nil), f.reqs...)
 }
 
-// sawText reports whether any request body contained s.
-func (f *fakeLLM) sawText(s string) bool {
-	for _, r := range f.requests() {
+// SawText reports whether any request body contained s.
+func (f *Server) SawText(s string) bool {
+	for _, r := range f.Requests() {
 		if strings.Contains(r.Text, s) {
 			return true
 		}
@@ -60,28 +68,29 @@ func (f *fakeLLM) sawText(s string) bool {
 	return false
 }
 
-func collectStrings(v any, b *strings.Builder) {
+// CollectStrings appends every string inside a decoded JSON value to b, one a line.
+func CollectStrings(v any, b *strings.Builder) {
 	switch x := v.(type) {
 	case string:
 		b.WriteString(x)
 		b.WriteByte('\n')
 	case []any:
 		for _, e := range x {
-			collectStrings(e, b)
+			CollectStrings(e, b)
 		}
 	case map[string]any:
 		for _, e := range x {
-			collectStrings(e, b)
+			CollectStrings(e, b)
 		}
 	}
 }
 
-func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
 	var sb strings.Builder
-	collectStrings(body, &sb)
+	CollectStrings(body, &sb)
 	model, _ := body["model"].(string)
 	stream, _ := body["stream"].(bool)
 	path := r.URL.Path
@@ -91,9 +100,12 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 		stream = strings.HasSuffix(path, ":streamGenerateContent")
 	}
 	f.mu.Lock()
-	f.reqs = append(f.reqs, seenRequest{Method: r.Method, Path: path, Body: raw, Model: model, Stream: stream, Text: sb.String()})
+	f.reqs = append(f.reqs, Request{Method: r.Method, Path: path, Body: raw, Model: model, Stream: stream, Text: sb.String()})
 	f.mu.Unlock()
 
+	if f.Tool != nil && r.Method == http.MethodPost && f.toolTurn(w, path, raw, body, model, stream) {
+		return
+	}
 	switch {
 	case r.Method == http.MethodHead || r.Method == http.MethodGet && (path == "/" || path == ""):
 		w.WriteHeader(http.StatusOK)
@@ -160,7 +172,7 @@ func halves(s string) []string {
 	return []string{s[:len(s)/2], s[len(s)/2:]}
 }
 
-func (f *fakeLLM) responses(w http.ResponseWriter, stream bool) {
+func (f *Server) responses(w http.ResponseWriter, stream bool) {
 	msg := map[string]any{"type": "message", "role": "assistant", "id": "msg_fake", "status": "completed",
 		"content": []any{map[string]any{"type": "output_text", "text": f.Answer, "annotations": []any{}}}}
 	usage := map[string]any{"input_tokens": 1234, "output_tokens": 56, "total_tokens": 1290,
@@ -181,7 +193,7 @@ func (f *fakeLLM) responses(w http.ResponseWriter, stream bool) {
 	s.send("response.completed", map[string]any{"type": "response.completed", "response": done})
 }
 
-func (f *fakeLLM) shellCall(w http.ResponseWriter) {
+func (f *Server) shellCall(w http.ResponseWriter) {
 	args, _ := json.Marshal(map[string]any{"cmd": f.ShellCmd})
 	item := map[string]any{"type": "function_call", "id": "fc_fake", "call_id": "call_fake", "name": "exec_command",
 		"arguments": string(args), "status": "completed"}
@@ -194,7 +206,7 @@ func (f *fakeLLM) shellCall(w http.ResponseWriter) {
 		"output": []any{item}, "usage": map[string]any{"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}})
 }
 
-func (f *fakeLLM) bashCall(w http.ResponseWriter, model string) {
+func (f *Server) bashCall(w http.ResponseWriter, model string) {
 	input, _ := json.Marshal(map[string]any{"command": f.ShellCmd, "description": "run the nested check"})
 	s := newSSE(w)
 	s.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_call", "type": "message", "role": "assistant",
@@ -207,7 +219,7 @@ func (f *fakeLLM) bashCall(w http.ResponseWriter, model string) {
 	s.send("message_stop", map[string]any{"type": "message_stop"})
 }
 
-func (f *fakeLLM) anthropic(w http.ResponseWriter, model string, stream bool) {
+func (f *Server) anthropic(w http.ResponseWriter, model string, stream bool) {
 	if model == "" {
 		model = "claude-fake"
 	}
@@ -229,7 +241,7 @@ func (f *fakeLLM) anthropic(w http.ResponseWriter, model string, stream bool) {
 	s.send("message_stop", map[string]any{"type": "message_stop"})
 }
 
-func (f *fakeLLM) gemini(w http.ResponseWriter, body map[string]any, stream bool) {
+func (f *Server) gemini(w http.ResponseWriter, body map[string]any, stream bool) {
 	text := f.Answer
 	if gc, ok := body["generationConfig"].(map[string]any); ok && gc["responseMimeType"] == "application/json" {
 		// helper calls (model router, next-speaker check) want JSON, not prose
@@ -257,7 +269,7 @@ func (f *fakeLLM) gemini(w http.ResponseWriter, body map[string]any, stream bool
 	}
 }
 
-func (f *fakeLLM) chat(w http.ResponseWriter, model string, stream bool) {
+func (f *Server) chat(w http.ResponseWriter, model string, stream bool) {
 	if model == "" {
 		model = "fake-model"
 	}

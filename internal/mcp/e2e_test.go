@@ -1,0 +1,344 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// End to end: the real relay binary as `relay mcp`, a real daemon it starts
+// itself, a real git project, and the official Go SDK client over stdio.
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatal("go.mod not found above " + dir)
+		}
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// bins builds relay and the fake friend CLI once per test binary.
+func bins(t testing.TB) (relay, friendDir string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "relay-mcp-e2e-")
+		if buildErr != nil {
+			return
+		}
+		root := repoRoot(t)
+		for _, b := range [][2]string{{"relay", "./cmd/relay"}, {"friends/codex", "./internal/cli/testdata/fakefriend"}} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, b[0]), b[1])
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = &buildError{b[1], string(out), err}
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "relay"), filepath.Join(binDir, "friends")
+}
+
+type buildError struct {
+	pkg, out string
+	err      error
+}
+
+func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.err.Error() + "\n" + e.out }
+
+// world is a throwaway HOME with a relay project in a git repository.
+type world struct {
+	relay, home, project string
+	env                  []string
+}
+
+func newWorld(t *testing.T) *world {
+	relay, friends := bins(t)
+	w := &world{relay: relay, home: t.TempDir(), project: t.TempDir()}
+	if real, err := filepath.EvalSymlinks(w.project); err == nil {
+		w.project = real
+	}
+	w.env = []string{"HOME=" + w.home, "RELAY_HOME=" + filepath.Join(w.home, ".relay"), "PATH=" + friends + ":/usr/local/bin:/usr/bin:/bin",
+		"NO_COLOR=1", "TMPDIR=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t.invalid", "FAKE_ANSWER=FRIEND-SAYS-LGTM", "RELAY_FETCH_ALLOW=127.0.0.0/8"}
+	w.run(t, "git", "init", "-q", "-b", "main")
+	w.write(t, "main.go", "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n")
+	w.run(t, "git", "add", ".")
+	w.run(t, "git", "commit", "-q", "-m", "init")
+	w.run(t, relay, "init")
+	t.Cleanup(func() {
+		cmd := exec.Command(relay, "down")
+		cmd.Env = w.env
+		_ = cmd.Run()
+	})
+	return w
+}
+
+func (w *world) write(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(w.project, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *world) run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = w.project, w.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %v: %v\n%s%s", name, args, err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func (w *world) connect(t *testing.T, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	cmd := exec.Command(w.relay, "mcp")
+	cmd.Dir, cmd.Env = w.project, w.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "relay-e2e", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to relay mcp: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: %v", tool, args, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+func mustOK(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	text, isErr := call(t, cs, tool, args)
+	if isErr {
+		t.Fatalf("%s %v: %s", tool, args, text)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		t.Fatalf("%s %v: not a JSON object: %s", tool, args, text)
+	}
+	return v
+}
+
+func TestStdioEveryTool(t *testing.T) {
+	w := newWorld(t)
+	updated := make(chan string, 16)
+	cs := w.connect(t, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
+		updated <- r.Params.URI
+	}})
+
+	// memory: the project's thread is made on first use and remembered
+	h := mustOK(t, cs, "memory", map[string]any{"op": "header"})
+	thread, _ := h["thread_id"].(string)
+	b, err := os.ReadFile(filepath.Join(w.project, ".relaycode", "thread"))
+	if err != nil || strings.TrimSpace(string(b)) != thread || thread == "" {
+		t.Fatalf(".relaycode/thread = %q (%v), header thread %q", b, err, thread)
+	}
+	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "relay://" + thread + "/state"}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustOK(t, cs, "memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "f1", "key": "mcp", "value": "MCP-FACT"}}}}})
+	if p["version"] != float64(2) {
+		t.Fatalf("patch: %v", p)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "relay://"+thread+"/state" {
+			t.Fatalf("updated %s", uri)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no notifications/resources/updated after the patch")
+	}
+	text, isErr := call(t, cs, "memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/x", "value": 1}}})
+	if !isErr || !strings.Contains(text, "current version: 2") || !strings.Contains(text, `"version":2`) {
+		t.Fatalf("stale patch: %v %s", isErr, text)
+	}
+	if st := mustOK(t, cs, "memory", map[string]any{"op": "state"}); !strings.Contains(mustJSON(st), "MCP-FACT") {
+		t.Fatalf("state: %v", st)
+	}
+	mustOK(t, cs, "memory", map[string]any{"op": "header", "since": 1}) // the delta where the daemon has it, else the header
+	put := mustOK(t, cs, "memory", map[string]any{"op": "put", "content": "retry policy: three attempts with backoff\n", "name": "notes.md", "type": "markdown"})
+	ref, _ := put["ref"].(string)
+	g := mustOK(t, cs, "memory", map[string]any{"op": "get", "ref": ref, "offset": 6, "length": 6})
+	if g["content"] != "policy" || g["more"] != true {
+		t.Fatalf("get range: %v", g)
+	}
+	if s := mustOK(t, cs, "memory", map[string]any{"op": "search", "query": "backoff"}); !strings.Contains(mustJSON(s), ref) {
+		t.Fatalf("search: %v", s)
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("FETCHED-PAGE")) }))
+	defer page.Close()
+	if f := mustOK(t, cs, "memory", map[string]any{"op": "fetch", "url": page.URL + "/doc.txt"}); !strings.Contains(mustJSON(f), "FETCHED-PAGE") {
+		t.Fatalf("fetch: %v", f)
+	}
+	if ev := mustOK(t, cs, "memory", map[string]any{"op": "events", "after": 0}); !strings.Contains(mustJSON(ev), "artifact.stored") {
+		t.Fatalf("events: %v", ev)
+	}
+	nt := mustOK(t, cs, "memory", map[string]any{"op": "new_thread", "name": "side"})
+	if id, _ := nt["thread_id"].(string); id == "" || id == thread {
+		t.Fatalf("new_thread: %v", nt)
+	}
+
+	// resources: the stored artifact is listed and readable
+	ctx := context.Background()
+	var listed bool
+	for i := 0; i < 100 && !listed; i++ {
+		res, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Resources {
+			listed = listed || r.URI == "relay://"+thread+"/artifacts/"+ref
+		}
+		if !listed {
+			time.Sleep(50 * time.Millisecond) // the event stream delivers asynchronously; bounded poll
+		}
+	}
+	if !listed {
+		t.Fatal("the artifact never appeared in resources/list")
+	}
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "relay://" + thread + "/artifacts/" + ref})
+	if err != nil || !strings.HasPrefix(rr.Contents[0].Text, "retry policy") {
+		t.Fatalf("read resource: %v %+v", err, rr)
+	}
+
+	// apply: an edit is a transaction in relay log, and revertable
+	dry := mustOK(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("hi")`, "dry_run": true})
+	if dry["dry_run"] != true || readFile(t, w, "main.go") != "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n" {
+		t.Fatalf("dry run changed the file or said %v", dry)
+	}
+	ed := mustOK(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("hi")`})
+	uuid, _ := ed["uuid"].(string)
+	if !strings.Contains(readFile(t, w, "main.go"), `println("hi")`) || uuid == "" {
+		t.Fatalf("edit: %v", ed)
+	}
+	if out := w.run(t, w.relay, "log", "--json"); !strings.Contains(out, uuid) {
+		t.Fatalf("relay log lacks %s:\n%s", uuid, out)
+	}
+	text, isErr = call(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": "no such text", "new_string": "x"})
+	if !isErr || !strings.Contains(text, "Try: ") {
+		t.Fatalf("failed edit: %v %s", isErr, text)
+	}
+	text, isErr = call(t, cs, "apply", map[string]any{"op": "edit", "path": "../outside.go", "old_string": "", "new_string": "x"})
+	if !isErr || fileExists(filepath.Join(filepath.Dir(w.project), "outside.go")) {
+		t.Fatalf("edit outside the project: %v %s", isErr, text)
+	}
+	lg := mustOK(t, cs, "apply", map[string]any{"op": "log"})
+	if !strings.Contains(mustJSON(lg), uuid) {
+		t.Fatalf("log: %v", lg)
+	}
+	rv := mustOK(t, cs, "apply", map[string]any{"op": "revert", "ref": uuid})
+	if rv["reverted"] != uuid || !strings.Contains(readFile(t, w, "main.go"), `println("hello")`) {
+		t.Fatalf("revert: %v", rv)
+	}
+	answer := "```go // hello.go\npackage main\n```\n\n```yaml\nprojectId: \"" + projectID(t, w) + "\"\nuuid: 8e1c1f4e-9b0a-4c55-9f43-4a1b2c3d4e5f\nchangeSummary:\n  - new: hello.go\ngitCommitMsg: add hello\npromptSummary: add hello\n```\n"
+	an := mustOK(t, cs, "apply", map[string]any{"op": "answer", "answer": answer})
+	if an["uuid"] != "8e1c1f4e-9b0a-4c55-9f43-4a1b2c3d4e5f" || !fileExists(filepath.Join(w.project, "hello.go")) {
+		t.Fatalf("answer: %v", an)
+	}
+
+	// ask: the friend CLI (a stand-in for codex) answers through relay
+	text, isErr = call(t, cs, "ask", map[string]any{"prompt": "is this safe?", "to": []string{"codex"}})
+	if isErr || !strings.Contains(text, "FRIEND-SAYS-LGTM") {
+		t.Fatalf("ask: %v %s", isErr, text)
+	}
+	text, isErr = call(t, cs, "ask", map[string]any{"prompt": "x", "to": []string{"nosuch"}})
+	if !isErr {
+		t.Fatalf("ask an unknown friend: %s", text)
+	}
+}
+
+func TestStdioHostileThreadFile(t *testing.T) {
+	w := newWorld(t)
+	if err := os.MkdirAll(filepath.Join(w.project, ".relaycode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.write(t, ".relaycode/thread", "../../etc/passwd\n")
+	cs := w.connect(t, nil)
+	text, isErr := call(t, cs, "memory", map[string]any{"op": "header"})
+	if !isErr || !strings.Contains(text, "does not hold a thread id") || !strings.Contains(text, "Try: ") {
+		t.Fatalf("hostile thread file: %v %s", isErr, text)
+	}
+	// an explicit thread still works
+	nt := mustOK(t, cs, "memory", map[string]any{"op": "new_thread", "name": "x"})
+	if h := mustOK(t, cs, "memory", map[string]any{"op": "header", "thread": nt["thread_id"]}); h["thread_id"] != nt["thread_id"] {
+		t.Fatalf("header: %v", h)
+	}
+	// a well-formed id of a thread this daemon never had is replaced by a new one
+	w.write(t, ".relaycode/thread", "0b7a1c52-2a64-4b8e-9c1d-5e6f7a8b9c0d\n")
+	cs2 := w.connect(t, nil)
+	h := mustOK(t, cs2, "memory", map[string]any{"op": "header"})
+	if h["thread_id"] == "0b7a1c52-2a64-4b8e-9c1d-5e6f7a8b9c0d" || strings.TrimSpace(readFile(t, w, ".relaycode/thread")) != h["thread_id"] {
+		t.Fatalf("unknown thread id: header %v, file %q", h, readFile(t, w, ".relaycode/thread"))
+	}
+}
+
+func readFile(t *testing.T, w *world, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.project, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func projectID(t *testing.T, w *world) string {
+	var cfg struct {
+		ProjectID string `json:"projectId"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, w, "relaycode.config.json")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg.ProjectID
+}
