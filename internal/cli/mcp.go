@@ -546,8 +546,11 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		return nil, mcpTxnErr(err)
 	}
 	st := res.State
-	return map[string]any{"uuid": st.UUID, "files": nonNilFiles(st.Files), "linter_before": res.Baseline, "linter_after": res.Final,
-		"revert": `apply {"op":"revert","ref":"` + st.UUID + `"}`}, nil
+	out := map[string]any{"uuid": st.UUID, "files": nonNilFiles(st.Files), "revert": `apply {"op":"revert","ref":"` + st.UUID + `"}`}
+	if res.Baseline >= 0 { // -1: no linter configured
+		out["linter_errors_before"], out["linter_errors_after"] = res.Baseline, res.Final
+	}
+	return out, nil
 }
 
 func mcpTxnErr(err error) error {

@@ -1,0 +1,215 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relaydev/relay/internal/fakellm"
+)
+
+// The real agent CLIs (scripts/install-friend-clis.sh) configured by
+// `relay install` into a throwaway HOME, driven by the fake LLM on 127.0.0.1,
+// which answers with a call of a relay tool. The test checks the effect in
+// relay and that the tool's result reached the model in the next turn.
+// Opt in with RELAY_REAL_CLIS=1 (make test does when the CLIs are installed).
+
+type hostRun struct {
+	name string
+	tool string
+	args map[string]any
+	// setup writes the host's own settings (before relay install adds relay)
+	// and returns its environment.
+	setup func(t *testing.T, home, url string) []string
+	argv  func(project, prompt string) []string
+	// check asserts the effect in relay and returns what the tool result must contain.
+	check func(t *testing.T, w *world) string
+}
+
+var hostRuns = []hostRun{
+	{name: "codex", tool: "memory",
+		args: map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "c1", "key": "host", "value": "CODEX-FACT"}}}}},
+		setup: func(t *testing.T, home, url string) []string {
+			writeFile(t, filepath.Join(home, ".codex", "config.toml"), "model = \"fake-model\"\nmodel_provider = \"fakeprov\"\n\n[model_providers.fakeprov]\nname = \"fakeprov\"\nbase_url = \""+url+"/v1\"\nenv_key = \"FAKE_OPENAI_KEY\"\nwire_api = \"responses\"\n")
+			return []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "FAKE_OPENAI_KEY=sk-fake"}
+		},
+		argv: func(project, prompt string) []string {
+			return []string{"codex", "exec", "-C", project, "--skip-git-repo-check", "--ephemeral", "--json", prompt}
+		},
+		check: func(t *testing.T, w *world) string {
+			if st := w.state(t); !strings.Contains(st, "CODEX-FACT") {
+				t.Errorf("the patch did not land: %s", st)
+			}
+			return `"version":2`
+		}},
+	{name: "claude", tool: "apply",
+		args: map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("from claude")`},
+		setup: func(t *testing.T, home, url string) []string {
+			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=dumb"}
+		},
+		argv: func(project, prompt string) []string {
+			return []string{"claude", "-p", prompt, "--allowedTools", "mcp__relay", "--max-turns", "5", "--model", "sonnet",
+				"--output-format", "stream-json", "--verbose"}
+		},
+		check: func(t *testing.T, w *world) string {
+			if !strings.Contains(readFile(t, w, "main.go"), `println("from claude")`) {
+				t.Errorf("main.go was not edited:\n%s", readFile(t, w, "main.go"))
+			}
+			var log []struct {
+				UUID          string `json:"uuid"`
+				PromptSummary string `json:"promptSummary"`
+			}
+			if err := json.Unmarshal([]byte(w.run(t, w.relay, "log", "--json")), &log); err != nil || len(log) != 1 || log[0].PromptSummary != "Edit main.go" {
+				t.Fatalf("relay log: %v %+v", err, log)
+			}
+			return log[0].UUID
+		}},
+	{name: "gemini", tool: "memory",
+		args: map[string]any{"op": "put", "content": "GEMINI-ARTIFACT body", "name": "gemini-note.txt"},
+		setup: func(t *testing.T, home, url string) []string {
+			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
+			return []string{"GEMINI_API_KEY=fake-key", "GOOGLE_GEMINI_BASE_URL=" + url, "TERM=xterm-256color"}
+		},
+		argv: func(project, prompt string) []string {
+			return []string{"gemini", "--skip-trust", "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", prompt}
+		},
+		check: func(t *testing.T, w *world) string {
+			out := w.runThread(t, "artifact", "ls", "--json")
+			if !strings.Contains(out, "gemini-note.txt") {
+				t.Fatalf("the artifact is not in the thread:\n%s", out)
+			}
+			var list []struct {
+				Ref  string `json:"ref"`
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal([]byte(out), &list)
+			for _, a := range list {
+				if a.Name == "gemini-note.txt" {
+					return a.Ref
+				}
+			}
+			return "gemini-note.txt"
+		}},
+	{name: "qwen", tool: "memory",
+		args: map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "q1", "key": "host", "value": "QWEN-FACT"}}}}},
+		setup: func(t *testing.T, home, url string) []string {
+			writeFile(t, filepath.Join(home, ".qwen", "settings.json"), `{"security":{"auth":{"selectedType":"openai"}}}`)
+			return []string{"OPENAI_API_KEY=sk-fake", "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_MODEL=fake-model", "TERM=xterm-256color"}
+		},
+		argv: func(project, prompt string) []string {
+			return []string{"qwen", "--auth-type", "openai", "-m", "fake-model", "-o", "text", prompt}
+		},
+		check: func(t *testing.T, w *world) string {
+			if st := w.state(t); !strings.Contains(st, "QWEN-FACT") {
+				t.Errorf("the patch did not land: %s", st)
+			}
+			return `"version":2`
+		}},
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runThread runs a relay command against the project's thread.
+func (w *world) runThread(t *testing.T, args ...string) string {
+	t.Helper()
+	id := strings.TrimSpace(readFile(t, w, ".relaycode/thread"))
+	cmd := exec.Command(w.relay, args...)
+	cmd.Dir, cmd.Env = w.project, append(append([]string{}, w.env...), "RELAY_THREAD="+id)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("relay %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (w *world) state(t *testing.T) string { return w.runThread(t, "state", "get") }
+
+func TestRealCLIsCallRelay(t *testing.T) {
+	if os.Getenv("RELAY_REAL_CLIS") != "1" {
+		t.Skip("set RELAY_REAL_CLIS=1 (after scripts/install-friend-clis.sh) to run the real agent CLIs against relay mcp")
+	}
+	bin := os.Getenv("FRIEND_CLIS_BIN")
+	if bin == "" {
+		bin = filepath.Join(repoRoot(t), ".cache", "friend-clis", "node_modules", ".bin")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node not on PATH: the agent CLIs need it")
+	}
+	for _, h := range hostRuns {
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := os.Stat(filepath.Join(bin, h.name)); err != nil {
+				t.Fatalf("%s not installed in %s: run scripts/install-friend-clis.sh", h.name, bin)
+			}
+			w := newWorld(t)
+			marker := "MCP-E2E-" + strings.ToUpper(h.name)
+			srv := fakellm.New(t, "DONE: relay answered "+marker)
+			srv.Tool = &fakellm.ToolCall{Server: "relay", Name: h.tool, Args: h.args, Trigger: marker}
+			for i, e := range w.env {
+				if strings.HasPrefix(e, "PATH=") {
+					w.env[i] = "PATH=" + bin + ":" + filepath.Dir(node) + ":" + strings.TrimPrefix(e, "PATH=")
+				}
+			}
+			w.env = append(w.env, h.setup(t, w.home, srv.URL)...)
+			// the host's config comes from relay install, as a user's would
+			inst := w.run(t, w.relay, "install", h.name)
+			_ = inst
+
+			prompt := marker + ": use the relay " + h.tool + " tool"
+			argv := h.argv(w.project, prompt)
+			ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, argv[0]), argv[1:]...)
+			cmd.Dir, cmd.Env = w.project, w.env
+			cmd.Stdin = nil
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			t.Logf("%s: %s, exit %v, %d LLM requests, %d tool call(s)", h.name, time.Since(start).Round(time.Millisecond), err, len(srv.Requests()), srv.Calls())
+			for _, r := range srv.Requests() {
+				t.Logf("  LLM saw %s %s model=%q", r.Method, r.Path, r.Model)
+			}
+			if err != nil || srv.Calls() == 0 {
+				t.Fatalf("%s: %v (tool calls %d)\nstdout:\n%s\nstderr:\n%s", h.name, err, srv.Calls(), lastN(stdout.String(), 4000), lastN(stderr.String(), 4000))
+			}
+			want := h.check(t, w)
+			results := srv.Results()
+			if len(results) == 0 {
+				t.Fatalf("%s never sent the relay tool's result back to the model\nstdout:\n%s", h.name, lastN(stdout.String(), 4000))
+			}
+			found := false
+			for _, r := range results {
+				found = found || strings.Contains(strings.ReplaceAll(r, " ", ""), want)
+			}
+			if !found {
+				t.Fatalf("the tool result the model got lacks %q:\n%s", want, results[0])
+			}
+			t.Logf("%s: the model called %s %s and got back: %s", h.name, h.tool, mustJSON(h.args), firstN(strings.TrimSpace(results[0]), 400))
+			t.Logf("%s stdout (transcript):\n%s", h.name, lastN(stdout.String(), 6000))
+		})
+	}
+}
+
+func lastN(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
