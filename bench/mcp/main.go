@@ -1,0 +1,172 @@
+// Command mcp measures the overhead of one relay MCP tool call: the official
+// Go SDK client drives the real `relay mcp` binary over stdio (which talks to
+// a real daemon it starts itself) and calls memory op=header N times; the
+// same header is then read straight from the daemon over HTTP, N times, so
+// the difference is what MCP (JSON-RPC framing, the tool layer, one more
+// process hop) adds.
+//
+//	go run ./bench/mcp [-n 1000] [-relay path/to/relay]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	n := flag.Int("n", 1000, "tool calls to time")
+	relay := flag.String("relay", "", "relay binary (default: go build ./cmd/relay into a temp dir)")
+	flag.Parse()
+	if err := run(*n, *relay); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/mcp:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, relay string) error {
+	work, err := os.MkdirTemp("", "relay-mcp-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if relay == "" {
+		relay = filepath.Join(work, "relay")
+		if out, err := exec.Command("go", "build", "-o", relay, "./cmd/relay").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/relay (run from the repository root): %v\n%s", err, out)
+		}
+	}
+	home := filepath.Join(work, "home")
+	project := filepath.Join(work, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		return err
+	}
+	env := append(os.Environ(), "HOME="+home, "RELAY_HOME="+filepath.Join(home, ".relay"))
+	defer func() {
+		down := exec.Command(relay, "down")
+		down.Env = env
+		_ = down.Run()
+	}()
+
+	cmd := exec.Command(relay, "mcp")
+	cmd.Dir, cmd.Env, cmd.Stderr = project, env, os.Stderr
+	ctx := context.Background()
+	t0 := time.Now()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	header := &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "header"}}
+	// the first call starts the daemon and makes the project's thread
+	res, err := cs.CallTool(ctx, header)
+	if err != nil || res.IsError {
+		return fmt.Errorf("first call: %v %v", err, res)
+	}
+	fmt.Printf("session start + first call (daemon started, thread made): %s\n", time.Since(t0).Round(time.Millisecond))
+	// a realistic header: a few facts and steps
+	patch := []any{
+		map[string]any{"op": "add", "path": "/facts", "value": []any{
+			map[string]any{"id": "f1", "key": "goal", "value": "make relay mcp fast"},
+			map[string]any{"id": "f2", "key": "constraint", "value": "2,500 token tool budget"}}},
+		map[string]any{"op": "add", "path": "/plan", "value": []any{map[string]any{"id": "p1", "step": "measure p50/p99", "status": "pending"}}},
+	}
+	if r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "patch", "patch": patch}}); err != nil || r.IsError {
+		return fmt.Errorf("patch: %v %v", err, text(r))
+	}
+	for i := 0; i < 50; i++ { // warm up
+		if _, err := cs.CallTool(ctx, header); err != nil {
+			return err
+		}
+	}
+	var size int
+	mcpTimes := make([]time.Duration, n)
+	for i := range mcpTimes {
+		s := time.Now()
+		r, err := cs.CallTool(ctx, header)
+		mcpTimes[i] = time.Since(s)
+		if err != nil || r.IsError {
+			return fmt.Errorf("call %d: %v %s", i, err, text(r))
+		}
+		size = len(text(r))
+	}
+
+	// the same header straight from the daemon
+	var info struct {
+		URL string `json:"url"`
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".relay", "daemon.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return err
+	}
+	tb, err := os.ReadFile(filepath.Join(project, ".relaycode", "thread"))
+	if err != nil {
+		return err
+	}
+	url := info.URL + "/threads/" + strings.TrimSpace(string(tb)) + "/state/header"
+	hc := &http.Client{}
+	get := func() error {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return err
+	}
+	for i := 0; i < 50; i++ {
+		if err := get(); err != nil {
+			return err
+		}
+	}
+	httpTimes := make([]time.Duration, n)
+	for i := range httpTimes {
+		s := time.Now()
+		if err := get(); err != nil {
+			return err
+		}
+		httpTimes[i] = time.Since(s)
+	}
+	mp50, mp99 := pct(mcpTimes, 50), pct(mcpTimes, 99)
+	hp50, hp99 := pct(httpTimes, 50), pct(httpTimes, 99)
+	fmt.Printf("memory op=header over MCP stdio, %d calls (%d-byte result): p50 %s  p99 %s\n", n, size, us(mp50), us(mp99))
+	fmt.Printf("the same header over HTTP from the daemon, %d calls:          p50 %s  p99 %s\n", n, us(hp50), us(hp99))
+	fmt.Printf("MCP overhead per call: p50 +%s  p99 +%s\n", us(mp50-hp50), us(mp99-hp99))
+	return nil
+}
+
+func text(r *sdk.CallToolResult) string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range r.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s)-1, i-1))]
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
