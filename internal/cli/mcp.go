@@ -20,7 +20,6 @@ import (
 	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/ask/backend"
-	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/mcp"
 	"github.com/relaydev/relay/internal/memory"
@@ -213,12 +212,15 @@ func (m *mcpMemory) Header(ctx context.Context, thread string, since int) (json.
 	return raw, err
 }
 
-// headerSince asks for the header delta; a daemon without it answers the full
-// header, which is still correct for the model.
+// headerSince returns the header delta (an RFC 6902 patch from the header at
+// version since), or the full header when the daemon finds that smaller.
 func headerSince(ctx context.Context, c *client.Client, thread string, since int) (json.RawMessage, error) {
 	d, err := c.HeaderSince(ctx, thread, since)
-	if err != nil || d.Full != nil {
-		return d.Full, err
+	if err != nil {
+		return nil, err
+	}
+	if d.Full != nil {
+		return d.Full, nil
 	}
 	return json.Marshal(d)
 }
@@ -323,11 +325,8 @@ func (m *mcpMemory) Watch(ctx context.Context, thread string, after int64, fn fu
 	})
 }
 
-// ThreadFile is where relay mcp remembers the project's thread.
-const ThreadFile = "thread"
-
-// defaultThread is $RELAY_THREAD, else the project's thread: read from
-// .relaycode/thread, made on first use.
+// defaultThread is $RELAY_THREAD, else the project's thread (.relaycode/thread,
+// the file relay thread use writes), made on first use.
 func (m *mcpMemory) defaultThread(ctx context.Context, create bool) (string, error) {
 	if t := strings.TrimSpace(m.f.Getenv("RELAY_THREAD")); t != "" {
 		return m.Resolve(ctx, t)
@@ -341,10 +340,9 @@ func (m *mcpMemory) defaultThread(ctx context.Context, create bool) (string, err
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, txn.StateDir, ThreadFile)
-	id, err := readThreadFile(path)
+	id, err := ReadProjectThread(dir)
 	if err != nil {
-		return "", err
+		return "", WithHint(err, `remove .relaycode/thread (relay mcp makes a new thread), or pass "thread" to the tool`)
 	}
 	if id != "" {
 		// a thread id from a clone or another machine may not exist here
@@ -365,15 +363,15 @@ func (m *mcpMemory) defaultThread(ctx context.Context, create bool) (string, err
 	if err := m.do(ctx, "", func(c *client.Client) (err error) { t, err = c.CreateThread(ctx, filepath.Base(dir)); return err }); err != nil {
 		return "", err
 	}
-	if err := writeThreadFile(path, t.ID); err != nil {
-		return "", err
+	if err := WriteProjectThread(dir, t.ID); err != nil {
+		return "", fmt.Errorf("remember the project's thread: %w", err)
 	}
 	m.thread = t.ID
 	return t.ID, nil
 }
 
 // mcpProjectDir is the directory of the project config, else the working
-// directory.
+// directory: an agent may work in a directory relay was never initialised in.
 func mcpProjectDir(f *Factory) (string, error) {
 	wd, err := f.WorkDir()
 	if err != nil {
@@ -383,70 +381,6 @@ func mcpProjectDir(f *Factory) (string, error) {
 		return filepath.Dir(file), nil
 	}
 	return wd, nil
-}
-
-// readThreadFile reads .relaycode/thread as the hostile data it may be (it can
-// come with a clone): a regular file, not a link, holding one UUID and
-// nothing else. "" means there is none.
-func readThreadFile(path string) (string, error) {
-	for _, p := range []string{filepath.Dir(path), path} {
-		st, err := os.Lstat(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			return "", WithHint(fmt.Errorf("%s is a symbolic link; relay does not follow links in .relaycode/", p), "remove it: relay mcp makes a new thread")
-		}
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !st.Mode().IsRegular() {
-		return "", WithHint(fmt.Errorf("%s is not a regular file", path), "remove it: relay mcp makes a new thread")
-	}
-	b, err := io.ReadAll(io.LimitReader(fh, 128))
-	if err != nil {
-		return "", err
-	}
-	id, ok := ParseThreadFile(b)
-	if !ok {
-		return "", WithHint(fmt.Errorf("%s does not hold a thread id (one UUID)", path), "remove it (relay mcp makes a new thread), or pass thread to the tool")
-	}
-	return id, nil
-}
-
-// ParseThreadFile accepts exactly one canonical UUID, optionally followed by a newline.
-func ParseThreadFile(b []byte) (string, bool) {
-	s := strings.TrimSuffix(string(b), "\n")
-	if len(s) != 36 {
-		return "", false
-	}
-	u, err := uuid.Parse(s)
-	if err != nil || u.String() != strings.ToLower(s) {
-		return "", false
-	}
-	return u.String(), true
-}
-
-// writeThreadFile records the thread. When two sessions race to make the
-// project's thread, the first file wins and the other reads it next time.
-func writeThreadFile(path, id string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("remember the project's thread: %w", err)
-	}
-	if err := atomicfile.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
-		return fmt.Errorf("remember the project's thread: %w", err)
-	}
-	return nil
 }
 
 // mcpAsk runs ask for a tool call: no terminal, the session's environment.

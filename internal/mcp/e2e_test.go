@@ -203,7 +203,12 @@ func TestStdioEveryTool(t *testing.T) {
 	if st := mustOK(t, cs, "memory", map[string]any{"op": "state"}); !strings.Contains(mustJSON(st), "MCP-FACT") {
 		t.Fatalf("state: %v", st)
 	}
-	mustOK(t, cs, "memory", map[string]any{"op": "header", "since": 1}) // the delta where the daemon has it, else the header
+	// the delta since v1: a patch that adds the fact (or the full header when smaller)
+	if d := mustJSON(mustOK(t, cs, "memory", map[string]any{"op": "header", "since": 1})); !strings.Contains(d, "MCP-FACT") {
+		t.Fatalf("header since 1: %s", d)
+	} else {
+		t.Logf("header since v1: %s", d)
+	}
 	put := mustOK(t, cs, "memory", map[string]any{"op": "put", "content": "retry policy: three attempts with backoff\n", "name": "notes.md", "type": "markdown"})
 	ref, _ := put["ref"].(string)
 	g := mustOK(t, cs, "memory", map[string]any{"op": "get", "ref": ref, "offset": 6, "length": 6})
