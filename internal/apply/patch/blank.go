@@ -57,7 +57,7 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 	}
 	start := pos[mt.start]
 	end := pos[mt.start+len(pat)-1] + 1
-	mapping := lcsMap(e.old, e.new)
+	mapping := e.newToOld()
 	// For each old line: which new lines repeat it.
 	copies := make(map[int][]int)
 	for j, i := range mapping {
@@ -66,9 +66,11 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 		}
 	}
 	var old, nw []string
+	var pairs []int
+	oldAt := map[int]int{}       // e.old index of a non-blank line → its index in old
 	dropNew := map[int]bool{}
-	extraBefore := map[int]int{} // new index → blank lines to insert before it
-	extraAfter := map[int]int{}  // new index → blank lines to insert after it
+	extraBefore := map[int][]int{} // new index → file blank lines (indexes in old) to insert before it
+	extraAfter := map[int][]int{}  // new index → file blank lines to insert after it
 	// Leading and trailing blank lines of the block have no place in the file window.
 	for i := 0; i < patIdx[0]; i++ {
 		for _, j := range copies[i] {
@@ -81,6 +83,7 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 		}
 	}
 	for k, i := range patIdx {
+		oldAt[i] = len(old)
 		old = append(old, e.old[i])
 		if k+1 == len(patIdx) {
 			break
@@ -88,7 +91,9 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 		f1, f2 := pos[mt.start+k], pos[mt.start+k+1]
 		i2 := patIdx[k+1]
 		fileBlanks := f2 - f1 - 1
+		var blanks []int // the file's blank lines of this gap, as indexes in old
 		for f := f1 + 1; f < f2; f++ {
+			blanks = append(blanks, len(old))
 			old = append(old, ix.lines[f])
 		}
 		// The new text keeps the gap's blank lines it copied; give it the file's count.
@@ -104,42 +109,52 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 			}
 		}
 		gapBlanks := i2 - patIdx[k] - 1
+		take := func(n int) []int { return blanks[:min(max(n, 0), len(blanks))] }
 		switch {
 		case fileBlanks == 0:
 		case gapBlanks == 0:
 			// The block left the file's blank lines out; they stay where they are.
 			if c := copies[i2]; len(c) > 0 {
-				extraBefore[c[0]] += fileBlanks
+				extraBefore[c[0]] = append(extraBefore[c[0]], blanks...)
 			} else if c := copies[patIdx[k]]; len(c) > 0 {
-				extraAfter[c[len(c)-1]] += fileBlanks
+				extraAfter[c[len(c)-1]] = append(extraAfter[c[len(c)-1]], blanks...)
 			}
 		case kept > 0:
 			// The new text keeps the gap's blank lines it copied, in the file's count.
-			extraBefore[first] += max(0, fileBlanks-(gapBlanks-kept))
+			extraBefore[first] = append(extraBefore[first], take(fileBlanks-(gapBlanks-kept))...)
 		default:
 			// The block removed blank lines; remove as many from the file's.
 			if n := fileBlanks - gapBlanks; n > 0 {
 				if c := copies[i2]; len(c) > 0 {
-					extraBefore[c[0]] += n
+					extraBefore[c[0]] = append(extraBefore[c[0]], take(n)...)
 				} else if c := copies[patIdx[k]]; len(c) > 0 {
-					extraAfter[c[len(c)-1]] += n
+					extraAfter[c[len(c)-1]] = append(extraAfter[c[len(c)-1]], take(n)...)
 				}
 			}
 		}
 	}
 	for j, l := range e.new {
-		for n := 0; n < extraBefore[j]; n++ {
+		for _, b := range extraBefore[j] {
 			nw = append(nw, "")
+			pairs = append(pairs, b)
 		}
 		if !dropNew[j] {
 			nw = append(nw, l)
+			p := -1
+			if i := mapping[j]; i >= 0 {
+				if at, ok := oldAt[i]; ok {
+					p = at
+				}
+			}
+			pairs = append(pairs, p)
 		}
-		for n := 0; n < extraAfter[j]; n++ {
+		for _, b := range extraAfter[j] {
 			nw = append(nw, "")
+			pairs = append(pairs, b)
 		}
 	}
 	te := e
-	te.old, te.new = old, nw
+	te.old, te.new, te.pairs = old, nw, pairs
 	if len(old) != end-start {
 		return nil
 	}

@@ -17,6 +17,18 @@ type edit struct {
 	anchors  []string // apply-patch `@@ context` lines that must precede the match, in order
 	hunk     []hline
 	split    bool // a unified hunk may be split into parts when it fails whole
+	// pairs maps each new line to the old line it repeats as context, or -1;
+	// nil means "find out by comparing the lines" (lcsMap).
+	pairs []int
+}
+
+// newToOld maps each new line to the old line it repeats unchanged, or -1:
+// the hunk's own context lines when it has them, else a longest common subsequence.
+func (e edit) newToOld() []int {
+	if len(e.pairs) == len(e.new) && e.pairs != nil {
+		return e.pairs
+	}
+	return lcsMap(e.old, e.new)
 }
 
 // hline is one line of a unified-style hunk.
@@ -624,7 +636,7 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 	s, m := mt.start, len(e.old)
 	file := ix.lines[s : s+m]
 	fileEols := en.d.eols[s : s+m]
-	mapping := lcsMap(e.old, e.new)
+	mapping := e.newToOld()
 	repl := make([]string, len(e.new))
 	eols := make([]string, len(e.new))
 	ref := firstNonBlank(e.old)

@@ -166,15 +166,17 @@ func parseHunkHeader(l string) (start, count int, ok bool) {
 }
 
 func hunkEdit(idx int, h uhunk) edit {
-	e := edit{idx: idx, hint: -1, hintEnd: -1, insertAt: -1, hunk: h.lines, split: true}
+	e := edit{idx: idx, hint: -1, hintEnd: -1, insertAt: -1, hunk: h.lines, split: true, pairs: []int{}}
 	for _, l := range h.lines {
 		switch l.op {
 		case ' ':
+			e.pairs = append(e.pairs, len(e.old))
 			e.old = append(e.old, l.text)
 			e.new = append(e.new, l.text)
 		case '-':
 			e.old = append(e.old, l.text)
 		case '+':
+			e.pairs = append(e.pairs, -1)
 			e.new = append(e.new, l.text)
 		}
 	}
