@@ -484,8 +484,15 @@ func (en *engine) insert(ix *index, e edit, q query) ([]placed, *BlockFailure) {
 	if n > 0 && en.s == MultiSearchReplace {
 		repl = inferInsertIndent(ix.lines, at, repl)
 	}
+	eols := make([]string, len(repl))
+	if en.d.mixed() && n > 0 {
+		near := en.d.eols[min(max(at-1, 0), n-1)]
+		for j := range eols {
+			eols[j] = near
+		}
+	}
 	en.order++
-	p := placed{idx: e.idx, start: at, n: 0, repl: repl, replEol: make([]string, len(repl)), lv: lvExact, sim: 1, line: at + 1, method: method, order: en.order}
+	p := placed{idx: e.idx, start: at, n: 0, repl: repl, replEol: eols, lv: lvExact, sim: 1, line: at + 1, method: method, order: en.order}
 	p.coreStart, p.coreN, p.coreRepl, p.coreEols = at, 0, p.repl, p.replEol
 	return []placed{p}, nil
 }
@@ -658,6 +665,32 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 			nl = shiftIndent(toStyle(nl, fs, pu), leadingWS(toStyle(e.old[ref], fs, pu)), leadingWS(file[ref]))
 		}
 		repl[j] = nl
+	}
+	// In a file with mixed line endings a new line takes the ending of the
+	// line above it (of the line below when it comes first).
+	if en.d.mixed() {
+		prev := ""
+		if s > 0 {
+			prev = en.d.eols[s-1]
+		} else if m > 0 {
+			prev = fileEols[0]
+		}
+		for j := range eols {
+			if mapping[j] >= 0 {
+				prev = eols[j]
+			} else if eols[j] == "" {
+				eols[j] = prev
+			}
+		}
+	}
+	if en.s == MultiSearchReplace {
+		// A REPLACE section is written without trailing whitespace, as Roo Code
+		// and diff-apply write it: an answer's stray spaces never reach the file.
+		for j := range repl {
+			if !isBlank(repl[j]) {
+				repl[j] = strings.TrimRight(repl[j], " \t")
+			}
+		}
 	}
 	en.order++
 	p := placed{idx: e.idx, start: s, n: m, repl: repl, replEol: eols, lv: mt.lv, sim: mt.sim, line: s + 1, method: mt.lv.method(), order: en.order}

@@ -293,6 +293,12 @@ func applySR(d doc, body string, opts Options) (Result, error) {
 		}
 		edits[i] = e
 	}
+	// SEARCH/REPLACE is a text edit, as in Roo Code and diff-apply: a file
+	// with mixed line endings comes back in its dominant one.
+	if d.mixed() {
+		d.eols = append([]string(nil), d.eols...)
+		d.normalizeEOL()
+	}
 	en := &engine{s: MultiSearchReplace, d: d, opts: opts, seqOK: true}
 	return en.run(edits)
 }

@@ -50,6 +50,28 @@ func splitDoc(s string) doc {
 	return d
 }
 
+// mixed reports whether the file uses both LF and CRLF line endings.
+func (d doc) mixed() bool {
+	lf, crlf := false, false
+	for _, e := range d.eols {
+		lf = lf || e == "\n"
+		crlf = crlf || e == "\r\n"
+		if lf && crlf {
+			return true
+		}
+	}
+	return false
+}
+
+// normalizeEOL gives every line the file's dominant ending.
+func (d *doc) normalizeEOL() {
+	for i, e := range d.eols {
+		if e != "" {
+			d.eols[i] = d.eol
+		}
+	}
+}
+
 // render joins lines; eols[i] == "" for a non-final line means "use the dominant ending".
 func (d doc) render(lines, eols []string) string {
 	var n int
