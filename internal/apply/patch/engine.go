@@ -649,12 +649,33 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 	ref := firstNonBlank(e.old)
 	fs := ix.style()
 	pu := 0
+	var pairs []int
+	if mt.lv >= lvIndent {
+		pairs = pairChanged(e.old, e.new, mapping)
+	}
 	for j, nl := range e.new {
 		if i := mapping[j]; i >= 0 {
 			repl[j] = file[i]
 			eols[j] = fileEols[i]
-			ref = i
+			if !isBlank(e.old[i]) && !isBlank(file[i]) {
+				ref = i // a blank line says nothing about indentation
+			}
 			continue
+		}
+		// A changed line whose old line differs from the file's only in
+		// whitespace is that line edited: it keeps the file's indentation when
+		// the answer kept the old line's, and text put in front of the old line
+		// goes in front of the file's.
+		if i := pairs0(pairs, j); i >= 0 && !isBlank(nl) && strings.TrimSpace(file[i]) == strings.TrimSpace(e.old[i]) {
+			lo, ln := leadingWS(e.old[i]), leadingWS(nl)
+			if ln == lo {
+				repl[j] = leadingWS(file[i]) + nl[len(ln):]
+				continue
+			}
+			if x, ok := strings.CutSuffix(nl, e.old[i]); ok && strings.TrimSpace(x) != "" && !isBlank(e.old[i]) {
+				repl[j] = x + file[i]
+				continue
+			}
 		}
 		// When the match had to ignore indentation, new lines take the file's
 		// tabs-or-spaces and the shift the match found; otherwise they are as written.
@@ -708,6 +729,56 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 	// Keep the ending of a replaced last line (no final newline stays that way via render).
 	p.coreStart, p.coreN, p.coreRepl, p.coreEols = cs, cn, cr, ce
 	return p
+}
+
+func pairs0(p []int, j int) int {
+	if j < len(p) {
+		return p[j]
+	}
+	return -1
+}
+
+// pairChanged pairs each changed new line with the old line it replaces:
+// between two unchanged lines, n removed and n added lines pair in order;
+// with unequal counts a new line pairs with the next old line it contains.
+func pairChanged(old, nw []string, mapping []int) []int {
+	out := make([]int, len(nw))
+	for j := range out {
+		out[j] = -1
+	}
+	oi, j := 0, 0
+	for j <= len(nw) {
+		k := j
+		for k < len(nw) && mapping[k] < 0 {
+			k++
+		}
+		oEnd := len(old)
+		if k < len(nw) {
+			oEnd = mapping[k]
+		}
+		if nn, no := k-j, oEnd-oi; nn > 0 && no > 0 {
+			if nn == no {
+				for t := 0; t < nn; t++ {
+					out[j+t] = oi + t
+				}
+			} else {
+				u := oi
+				for t := j; t < k && u < oEnd; t++ {
+					for v := u; v < oEnd; v++ {
+						if o := strings.TrimSpace(old[v]); o != "" && strings.Contains(nw[t], o) {
+							out[t], u = v, v+1
+							break
+						}
+					}
+				}
+			}
+		}
+		if k >= len(nw) {
+			break
+		}
+		oi, j = mapping[k]+1, k+1
+	}
+	return out
 }
 
 func firstNonBlank(ls []string) int {

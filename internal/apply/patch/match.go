@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 )
@@ -184,6 +185,9 @@ func (ix *index) find(pat []string, q query) (match, *miss) {
 
 // choose picks one start among equally good candidates, or reports ambiguity.
 func choose(cands []int, m, n int, q query) (int, []int) {
+	if len(cands) > 1 && os.Getenv("DBG_CHOOSE") != "" {
+		fmt.Fprintf(os.Stderr, "CHOOSE cands=%v hint=%d preferFrom=%d firstAfter=%v after=%d\n", cands, q.hint, q.preferFrom, q.firstAfter, q.after)
+	}
 	if q.eof {
 		var at []int
 		for _, s := range cands {
@@ -218,14 +222,16 @@ func choose(cands []int, m, n int, q query) (int, []int) {
 		return cands[0], nil
 	}
 	if q.preferFrom >= 0 {
-		var at []int
+		// Hunks come in file order: the first match after the previous hunk is
+		// the one meant, whatever the (untrusted) line numbers say.
+		first := -1
 		for _, s := range cands {
-			if s >= q.preferFrom {
-				at = append(at, s)
+			if s >= q.preferFrom && (first < 0 || s < first) {
+				first = s
 			}
 		}
-		if len(at) == 1 && q.hint < 0 {
-			return at[0], nil
+		if first >= 0 {
+			return first, nil
 		}
 	}
 	if q.hint >= 0 {
