@@ -2,7 +2,6 @@ package patch
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 )
@@ -185,9 +184,6 @@ func (ix *index) find(pat []string, q query) (match, *miss) {
 
 // choose picks one start among equally good candidates, or reports ambiguity.
 func choose(cands []int, m, n int, q query) (int, []int) {
-	if len(cands) > 1 && os.Getenv("DBG_CHOOSE") != "" {
-		fmt.Fprintf(os.Stderr, "CHOOSE cands=%v hint=%d preferFrom=%d firstAfter=%v after=%d\n", cands, q.hint, q.preferFrom, q.firstAfter, q.after)
-	}
 	if q.eof {
 		var at []int
 		for _, s := range cands {
