@@ -36,5 +36,8 @@ lint:
 fuzz:
 	scripts/fuzz.sh
 
+# Go benchmarks, then relay against the engines relaycode shipped on real LLM
+# patches (needs node and npm; not part of make test or CI).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	bench/patch-accuracy/run.sh

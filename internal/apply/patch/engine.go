@@ -687,8 +687,8 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 		}
 		repl[j] = nl
 	}
-	// In a file with mixed line endings a new line takes the ending of the
-	// line above it (of the line below when it comes first).
+	// In a file with mixed line endings a new or changed line takes the ending
+	// of the line above it (of the line below when it comes first).
 	if en.d.mixed() {
 		prev := ""
 		if s > 0 {
@@ -697,9 +697,10 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 			prev = fileEols[0]
 		}
 		for j := range eols {
-			if mapping[j] >= 0 {
+			switch {
+			case mapping[j] >= 0:
 				prev = eols[j]
-			} else if eols[j] == "" {
+			case eols[j] == "":
 				eols[j] = prev
 			}
 		}

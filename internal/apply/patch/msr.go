@@ -119,9 +119,15 @@ func parseSR(lines []string) ([]srBlock, error) {
 	state := outside
 	var blocks []srBlock
 	var cur srBlock
+	stray, inside := 0, 0 // non-blank lines outside and inside blocks
 	for i, l := range lines {
 		no := i + 1
 		k, bad := classify(l)
+		if state != outside {
+			inside++
+		} else if k == mkNone && !isBlank(l) {
+			stray++
+		}
 		switch state {
 		case outside:
 			switch k {
@@ -192,6 +198,12 @@ func parseSR(lines []string) ([]srBlock, error) {
 		return nil, fmt.Errorf("unexpected end of patch: expected ======= and >>>>>>> REPLACE")
 	case replace:
 		return nil, fmt.Errorf("unexpected end of patch: expected >>>>>>> REPLACE")
+	}
+	// Mostly text outside the blocks is a whole file sent under the wrong
+	// strategy (its own text may contain markers); applying its blocks would
+	// apply something else than the answer meant.
+	if len(blocks) > 0 && stray >= 10 && stray > 2*inside {
+		return nil, fmt.Errorf("%d lines are outside any SEARCH/REPLACE block, more than inside them: this looks like a whole file, not a patch; send the whole file without a strategy, or only SEARCH/REPLACE blocks", stray)
 	}
 	if len(blocks) == 0 {
 		return nil, fmt.Errorf("no SEARCH/REPLACE blocks found; expected <<<<<<< SEARCH, the old lines, =======, the new lines, >>>>>>> REPLACE")

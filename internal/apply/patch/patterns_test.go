@@ -1,6 +1,8 @@
 package patch
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -24,5 +26,129 @@ func TestPatternSearchEqualsReplaceIsNoOp(t *testing.T) {
 	res, err = Apply(orig, true, MultiSearchReplace, "<<<<<<< SEARCH\nb\n=======\nb\n>>>>>>> REPLACE\n", Options{})
 	if err != nil || res.Content != orig || !AllNoOp(res.Blocks) {
 		t.Fatalf("all no-op: %+v, %v", res, err)
+	}
+}
+
+func applyOK(t *testing.T, orig string, st Strategy, body string) Result {
+	t.Helper()
+	res, err := Apply(orig, true, st, body, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func wantContent(t *testing.T, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+// Whitespace fidelity: a SEARCH/REPLACE block's REPLACE lines are written
+// without trailing whitespace (the answer's stray spaces never reach the file),
+// while a diff's + lines are written byte for byte.
+func TestPatternWhitespaceFidelityReplaceLinesLoseTrailingSpaces(t *testing.T) {
+	orig := "export { \n    a, \n    b\n} from './x';\n"
+	res := applyOK(t, orig, MultiSearchReplace, sr([2]string{"export { \n    a, \n    b\n", "export { \n    a, \n    b,  \n    c\n"}))
+	wantContent(t, res.Content, "export {\n    a,\n    b,\n    c\n} from './x';\n")
+	res = applyOK(t, "a\nb\n", Unified, "@@ -1,2 +1,3 @@\n a\n+x  \n b\n")
+	wantContent(t, res.Content, "a\nx  \nb\n")
+}
+
+// Whitespace fidelity: a blank context line matches the file's blank line
+// whatever spaces either holds, and the file keeps its own.
+func TestPatternWhitespaceFidelityBlankLinesKeepTheFilesSpaces(t *testing.T) {
+	orig := "func a() {\n    x()\n    \n    y()\n}\n"
+	res := applyOK(t, orig, Unified, "@@ -2,3 +2,3 @@\n     x()\n \n-    y()\n+    z()\n")
+	wantContent(t, res.Content, "func a() {\n    x()\n    \n    z()\n}\n")
+}
+
+// Whitespace fidelity: a raw empty line inside a hunk that the file does not
+// have at that place is dropped, not written after the hunk's last line, and
+// a file without a final newline keeps none.
+func TestPatternWhitespaceFidelityStrayBlankHunkLine(t *testing.T) {
+	orig := "a\nb\nc\nd"
+	res := applyOK(t, orig, Unified, "@@ -2,3 +2,3 @@\n b\n-c\n+C\n\n-d\n+D\n")
+	wantContent(t, res.Content, "a\nb\nC\nD")
+}
+
+// Indentation of added lines: a space-indented answer against a tab-indented
+// file lands its new lines at their depth relative to the matched context.
+func TestPatternIndentationRelativeToMatchedContext(t *testing.T) {
+	orig := "func f() {\n\tif x {\n\t\ty()\n\t}\n\n\tw()\n}\n"
+	body := "@@ -2,5 +2,7 @@\n     if x {\n         y()\n+        if z {\n+            q()\n+        }\n     }\n \n     w()\n"
+	res := applyOK(t, orig, Unified, body)
+	wantContent(t, res.Content, "func f() {\n\tif x {\n\t\ty()\n\t\tif z {\n\t\t\tq()\n\t\t}\n\t}\n\n\tw()\n}\n")
+}
+
+// Indentation of added lines: a blank context line does not reset the shift,
+// so lines after it are not left one level too shallow.
+func TestPatternIndentationShiftSurvivesBlankContext(t *testing.T) {
+	orig := "class A {\n        run() {\n            go();\n\n            stop();\n        }\n}\n"
+	body := sr([2]string{"run() {\n    go();\n\n    stop();\n", "run() {\n    go();\n\n    stop();\n    done();\n"})
+	res := applyOK(t, orig, MultiSearchReplace, body)
+	wantContent(t, res.Content, "class A {\n        run() {\n            go();\n\n            stop();\n            done();\n        }\n}\n")
+}
+
+// Indentation of added lines: a changed line whose old text differs from the
+// file's only in indentation is that line edited; text the answer put in front
+// of it goes in front of the file's line, which keeps its own indentation.
+func TestPatternIndentationEditedLineKeepsFileIndent(t *testing.T) {
+	orig := "const d = `\n     name = 1;\n     other = 2;\n`;\n"
+	res := applyOK(t, orig, NewUnified, "@@ ... @@\n const d = `\n-    name = 1;\n+-    name = 1;\n     other = 2;\n")
+	wantContent(t, res.Content, "const d = `\n-     name = 1;\n     other = 2;\n`;\n")
+}
+
+// Misplaced insertion: new-unified hunks come in file order, so a hunk whose
+// context appears twice after the previous hunk goes to the first place after
+// it, whatever its (untrusted) line numbers say.
+func TestPatternMisplacedInsertionFirstAfterPreviousHunk(t *testing.T) {
+	orig := "import a;\n\nfunction one() {\n  return `\n`;\n};\n\nfunction two() {\n  return `\n`;\n};"
+	body := "@@ -1,2 +1,2 @@\n-import a;\n+import b;\n \n@@ -90,3 +90,6 @@\n   return `\n `;\n };\n+\n+function three() {}\n"
+	res := applyOK(t, orig, NewUnified, body)
+	wantContent(t, res.Content, "import b;\n\nfunction one() {\n  return `\n`;\n};\n\nfunction three() {}\n\nfunction two() {\n  return `\n`;\n};")
+}
+
+// Refusing good patches: a hunk whose change and near context match once,
+// exactly, is applied even when a far context line differs because the answer
+// skipped a few lines of the file there.
+func TestPatternCloseUniqueHunkIsApplied(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("function read() {\n  const data = load();\n  if (!data) return null;\n  try {\n    return parse(data);\n  } catch (e) {\n    throw wrap(e);\n  }\n};\n\n")
+	b.WriteString("function write() {\n  mkdir();\n  const s = stringify();\n  save(s);\n  sync();\n};\n\nfunction full() {\n  return all();\n}\n")
+	orig := b.String()
+	body := "@@ ... @@\n   const data = load();\n   if (!data) return null;\n   try {\n-    return parse(data);\n+    return parse(data, schema);\n   } catch (e) {\n     throw wrap(e);\n   }\n };\n \n function full() {\n"
+	res := applyOK(t, orig, NewUnified, body)
+	wantContent(t, res.Content, strings.Replace(orig, "return parse(data);", "return parse(data, schema);", 1))
+	// The same change whose near context also matches elsewhere stays refused.
+	twice := orig + "\nfunction again() {\n  const data = load();\n  if (!data) return null;\n  try {\n    return parse(data);\n  } catch (e) {\n    throw wrap(e);\n  }\n};\n"
+	if _, err := Apply(twice, true, NewUnified, "@@ ... @@\n   try {\n-    return parse(data);\n+    return parse(data, schema);\n   } catch (e) {\n", Options{}); err == nil {
+		t.Fatal("an ambiguous hunk was applied")
+	}
+}
+
+// CRLF: in a file with mixed endings a diff's new lines take the ending of the
+// line above them; SEARCH/REPLACE writes the file in its dominant ending.
+func TestPatternCRLFMixedFile(t *testing.T) {
+	orig := "a\r\nb\r\nc\nd\n\r\ne\r\n"
+	res := applyOK(t, orig, Unified, "@@ -3,2 +3,3 @@\n c\n+x\n d\n")
+	wantContent(t, res.Content, "a\r\nb\r\nc\nx\nd\n\r\ne\r\n")
+	res = applyOK(t, orig, MultiSearchReplace, sr([2]string{"c\n", "C\n"}))
+	wantContent(t, res.Content, "a\r\nb\r\nC\r\nd\r\n\r\ne\r\n")
+}
+
+// A whole file sent under a patch strategy (its own text holding markers) is
+// refused, not applied as the few blocks it happens to contain.
+func TestPatternWholeFileUnderSearchReplaceIsRefused(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, "const line%d = %d;\n", i, i)
+	}
+	b.WriteString("const diff = `\n<<<<<<< SEARCH\nconst line1 = 1;\n=======\nconst line1 = 2;\n>>>>>>> REPLACE\n`;\n")
+	orig := "const line1 = 1;\n"
+	_, err := Apply(orig, true, MultiSearchReplace, b.String(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "looks like a whole file") {
+		t.Fatalf("err = %v, want a refusal naming a whole file", err)
 	}
 }

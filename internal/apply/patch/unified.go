@@ -252,8 +252,9 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 	}
 	const maxCtx = 4
 	type partPos struct {
-		start, end int // located region of the part's old lines
-		a, b       int // context lines kept before and after the change
+		start, end int  // located region of the part's old lines
+		a, b       int  // context lines kept before and after the change
+		sure       bool // matched exactly, once in the file, with all its near context
 	}
 	var out []placed
 	var pos []partPos
@@ -314,6 +315,10 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 				ps, _ := en.finish(ix, sub, mt)
 				found = &ps[0]
 				fp = partPos{start: mt.start, end: mt.start + len(sub.old), a: a, b: b}
+				if total == full && mt.lv <= lvTrailing && nonBlankCount(sub.old) >= 4 {
+					_, again := ix.find(sub.old, query{hint: -1, hi: -1, preferFrom: -1, strict: true})
+					fp.sure = again == nil
+				}
 			}
 		}
 		if found == nil {
@@ -322,13 +327,21 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 		out = append(out, *found)
 		pos = append(pos, fp)
 	}
-	// Context the parts left out must be where the hunk says it is.
+	// Context the parts left out must be where the hunk says it is: next to
+	// the part, or, for a part that is certain of its place (exact, unique,
+	// with its near context), somewhere on the right side of it nearby.
 	first, last := groups[0], groups[len(groups)-1]
-	if !nearby(ix, hunkOld(e.hunk[:first.s-pos[0].a]), pos[0].start-1, -1, -1) {
+	slack := func(p partPos) int {
+		if p.sure {
+			return farSlack
+		}
+		return nearbySlack
+	}
+	if !nearby(ix, hunkOld(e.hunk[:first.s-pos[0].a]), pos[0].start-1, -1, -1, slack(pos[0])) {
 		return nil
 	}
 	lp := pos[len(pos)-1]
-	if !nearby(ix, hunkOld(e.hunk[last.e+lp.b:]), lp.end, 1, -1) {
+	if !nearby(ix, hunkOld(e.hunk[last.e+lp.b:]), lp.end, 1, -1, slack(lp)) {
 		return nil
 	}
 	for k := 1; k < len(groups); k++ {
@@ -337,7 +350,7 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 		if left.b+right.a >= len(mid) {
 			continue
 		}
-		if !nearby(ix, mid[left.b:len(mid)-right.a], left.end, 1, right.start) {
+		if !nearby(ix, mid[left.b:len(mid)-right.a], left.end, 1, right.start, nearbySlack) {
 			return nil
 		}
 	}
@@ -354,14 +367,28 @@ func hunkOld(ls []hline) []string {
 	return out
 }
 
-// nearbySlack is how many foreign lines may sit between a located part and the context it dropped.
-const nearbySlack = 3
+// nearbySlack is how many foreign lines may sit between a located part and
+// the context it dropped; farSlack is the same for a part certain of its place
+// (an answer that skipped a function between two context lines).
+const (
+	nearbySlack = 3
+	farSlack    = 40
+)
+
+func nonBlankCount(ls []string) int {
+	n := 0
+	for _, l := range ls {
+		if !isBlank(l) {
+			n++
+		}
+	}
+	return n
+}
 
 // nearby checks that want (context lines in file order) appears walking from
-// pos in direction dir, allowing nearbySlack extra lines in total and not
+// pos in direction dir, allowing slack extra lines in total and not
 // reaching limit (-1 for none).
-func nearby(ix *index, want []string, pos, dir, limit int) bool {
-	slack := nearbySlack
+func nearby(ix *index, want []string, pos, dir, limit, slack int) bool {
 	order := make([]int, len(want))
 	for i := range want {
 		if dir < 0 {
