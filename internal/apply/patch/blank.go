@@ -67,7 +67,7 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 	}
 	var old, nw []string
 	var pairs []int
-	oldAt := map[int]int{}       // e.old index of a non-blank line → its index in old
+	oldAt := map[int]int{} // e.old index of a non-blank line → its index in old
 	dropNew := map[int]bool{}
 	extraBefore := map[int][]int{} // new index → file blank lines (indexes in old) to insert before it
 	extraAfter := map[int][]int{}  // new index → file blank lines to insert after it
