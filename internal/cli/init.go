@@ -59,30 +59,54 @@ func initRun(opts *InitOptions) error {
 	if err != nil {
 		return err
 	}
+	// An initialised project is left as it is (exit 0) so "relay init && relay watch" can be
+	// run again; only --force rewrites the config.
+	var existing string
 	for _, name := range config.FileNames {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil && !opts.Force {
-			return WithHint(fmt.Errorf("%s already exists; initialization skipped so your settings are kept", name),
-				"relay init --force   (rewrites it with defaults), or relay prompt   (prints the system prompt)")
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && !st.IsDir() && !opts.Force {
+			existing = name
+			break
 		}
 	}
 
-	projectID, source := detectProjectID(dir)
-	cfg := config.Default(projectID)
-	cfg.Schema = config.SchemaRef
-	cfg.Patch.Linter = detectLinter(dir)
-	data, err := config.Marshal(cfg)
-	if err != nil {
-		return err
+	var cfg *config.Config
+	var projectID, source string
+	if existing != "" {
+		data, err := os.ReadFile(filepath.Join(dir, existing))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", existing, err)
+		}
+		var warnings []string
+		cfg, warnings, err = config.Parse(existing, data)
+		for _, w := range warnings {
+			fmt.Fprintln(opts.IO.ErrOut, "Warning: "+w)
+		}
+		if err != nil {
+			return WithHint(err, "fix the file, or rewrite it with defaults: relay init --force")
+		}
+		projectID = cfg.ProjectID
+	} else {
+		projectID, source = detectProjectID(dir)
+		cfg = config.Default(projectID)
+		cfg.Schema = config.SchemaRef
+		cfg.Patch.Linter = detectLinter(dir)
 	}
 	stateDir := filepath.Join(dir, config.StateDir)
+	_, statErr := os.Stat(stateDir)
 	if err := os.MkdirAll(filepath.Join(stateDir, "undone"), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", config.StateDir, err)
 	}
 	if err := atomicfile.WriteFile(filepath.Join(stateDir, "config.schema.json"), config.Schema(), 0o644); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, config.FileNames[0]), data, 0o644); err != nil {
-		return err
+	if existing == "" {
+		data, err := config.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, config.FileNames[0]), data, 0o644); err != nil {
+			return err
+		}
 	}
 	gitignoreUpdated, err := ensureGitignore(dir, config.StateDir+"/")
 	if err != nil {
@@ -99,8 +123,14 @@ func initRun(opts *InitOptions) error {
 	}
 
 	e := opts.IO.ErrOut
-	fmt.Fprintf(e, "Created %s (projectId %q from %s).\n", config.FileNames[0], projectID, source)
-	fmt.Fprintf(e, "Created %s/ for transaction records.\n", config.StateDir)
+	if existing != "" {
+		fmt.Fprintf(e, "relay is already initialised here: %s kept as it is (relay init --force rewrites it with defaults).\n", existing)
+	} else {
+		fmt.Fprintf(e, "Created %s (projectId %q from %s).\n", config.FileNames[0], projectID, source)
+	}
+	if existing == "" || statErr != nil {
+		fmt.Fprintf(e, "Created %s/ for transaction records.\n", config.StateDir)
+	}
 	if gitignoreUpdated {
 		fmt.Fprintf(e, "Added %s/ to .gitignore.\n", config.StateDir)
 	}
@@ -108,8 +138,34 @@ func initRun(opts *InitOptions) error {
 		fmt.Fprintf(e, "Created the relay store %s with a new API token.\n", home)
 	}
 	fmt.Fprintln(e)
-	_, err = fmt.Fprint(opts.IO.Out, prompt.InitMessage(projectID))
+	system, err := prompt.System(projectID, cfg.Watcher.PreferredStrategy, detectLanguage(dir))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(opts.IO.Out, prompt.InitMessage(system))
 	return err
+}
+
+// detectLanguage picks the language of the prompt's code fences and example paths from
+// the project's files; TypeScript (the seed's examples) when nothing says otherwise.
+func detectLanguage(dir string) prompt.Lang {
+	exists := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	switch {
+	case exists("tsconfig.json"):
+		return prompt.Language("typescript")
+	case exists("package.json"):
+		if data, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil && bytes.Contains(data, []byte(`"typescript"`)) {
+			return prompt.Language("typescript")
+		}
+		return prompt.Language("javascript")
+	case exists("go.mod"):
+		return prompt.Language("go")
+	case exists("pyproject.toml"), exists("setup.py"), exists("requirements.txt"):
+		return prompt.Language("python")
+	case exists("Cargo.toml"):
+		return prompt.Language("rust")
+	}
+	return prompt.Language("typescript")
 }
 
 // detectProjectID follows seed 003 (package.json name, else the directory

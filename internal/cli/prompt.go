@@ -56,7 +56,7 @@ func promptRun(opts *PromptOptions) error {
 	if strategy == "" {
 		strategy = cfg.Watcher.PreferredStrategy
 	}
-	text, err := prompt.System(cfg.ProjectID, strategy)
+	text, err := prompt.System(cfg.ProjectID, strategy, detectLanguage(cfg.Dir))
 	if err != nil {
 		return UsageError(err)
 	}

@@ -82,7 +82,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 		return WithHint(err, "relay apply FILE   (apply a saved response without the clipboard); relay doctor")
 	}
 	if !opts.NoPrompt {
-		text, err := prompt.System(cfg.ProjectID, cfg.Watcher.PreferredStrategy)
+		text, err := prompt.System(cfg.ProjectID, cfg.Watcher.PreferredStrategy, detectLanguage(cfg.Dir))
 		if err != nil {
 			return err
 		}
