@@ -11,7 +11,7 @@ build:
 install:
 	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/relay
 	@case ":$$PATH:" in *":$$($(GO) env GOPATH)/bin:"*) ;; \
-	  *) echo "relay is in $$($(GO) env GOPATH)/bin; add it to PATH: export PATH=\"\$$PATH:$$($(GO) env GOPATH)/bin\"" ;; esac
+	  *) echo "relay is in $$($(GO) env GOPATH)/bin; add it to PATH: export PATH=\"$$($(GO) env GOPATH)/bin:\$$PATH\"" ;; esac
 
 # The whole suite: Go (unit, conformance, fuzz seeds, testscript end to end) with
 # the race detector, then the SDK, web UI and real-CLI tiers, which skip with a
