@@ -85,6 +85,9 @@ func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
 		}
 	}
 	summary, err := txn.GitCommit(ctx, cfg.Dir, st, txn.CommitOptions{All: opts.All})
+	if errors.Is(err, txn.ErrNothingToCommit) {
+		return WithHint(err, "git log -1 --stat   (the changes may be committed already), or git status")
+	}
 	if err != nil {
 		return WithHint(err, "git status   (see what git thinks), then relay git commit again")
 	}

@@ -65,6 +65,9 @@ func (e *Engine) autoBranch(ctx context.Context, st *State) (string, error) {
 	return name, nil
 }
 
+// ErrNothingToCommit is GitCommit finding nothing staged (already committed, or reverted).
+var ErrNothingToCommit = errors.New("nothing to commit")
+
 // CommitOptions controls GitCommit.
 type CommitOptions struct {
 	// All stages everything (git add .) instead of the transaction's files.
@@ -111,6 +114,12 @@ func GitCommit(ctx context.Context, projectDir string, st *State, opts CommitOpt
 				return "", fmt.Errorf("git rm: %w", err)
 			}
 		}
+	}
+	if _, err := gitRunner(ctx, projectDir, nil, "diff", "--cached", "--quiet"); err == nil {
+		if opts.All {
+			return "", fmt.Errorf("%w: the working tree has no changes since the last commit", ErrNothingToCommit)
+		}
+		return "", fmt.Errorf("%w: the transaction's files (%s) have no changes since the last commit", ErrNothingToCommit, strings.Join(st.TouchedPaths(), ", "))
 	}
 	out, err := gitRunner(ctx, projectDir, []byte(msg+"\n"), "commit", "--cleanup=verbatim", "-F", "-")
 	if err != nil {

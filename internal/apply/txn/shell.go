@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/relaydev/relay/internal/run"
 )
@@ -31,5 +32,11 @@ func gitRunner(ctx context.Context, dir string, stdin []byte, args ...string) (s
 		c.Stdin = bytes.NewReader(stdin)
 	}
 	out, err := c.Output()
+	// Some of git's refusals go to stdout ("nothing to commit, working tree clean"); without
+	// them the error would say only "git exited with code 1".
+	var ee *run.ExitError
+	if errors.As(err, &ee) && strings.TrimSpace(ee.Stderr) == "" {
+		ee.Stderr = string(out)
+	}
 	return string(out), err
 }
