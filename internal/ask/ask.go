@@ -38,12 +38,20 @@ type Error struct {
 	Hint    string
 	Backend string       // set for backend failures
 	Kind    backend.Kind // set for backend failures
+	Usage   bool         // a bad flag or argument (the CLI exits 2)
 }
 
 func (e *Error) Error() string { return e.Message }
 
 func errorf(hint, format string, args ...any) *Error {
 	return &Error{Message: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// usagef is errorf for a mistake in the request itself.
+func usagef(hint, format string, args ...any) *Error {
+	e := errorf(hint, format, args...)
+	e.Usage = true
+	return e
 }
 
 // Request is one `relay ask`.
@@ -115,10 +123,10 @@ func supported() string { return strings.Join(backend.Names(), ", ") }
 func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	// 1-2: prompt and timeout
 	if strings.TrimSpace(req.Prompt) == "" {
-		return nil, errorf("pass the question with --prompt TEXT (or --prompt - to read it from stdin)", "Prompt is required")
+		return nil, usagef("pass the question with --prompt TEXT (or --prompt - to read it from stdin)", "Prompt is required")
 	}
 	if req.TimeoutSeconds <= 0 {
-		return nil, errorf("pass --timeout SECONDS greater than zero (default 600)", "Timeout must be greater than zero")
+		return nil, usagef("pass --timeout SECONDS greater than zero (default 600)", "Timeout must be greater than zero")
 	}
 	// 3: repository
 	repo, err := resolveRepo(req.WorkDir, req.Repo)
@@ -138,7 +146,7 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	for _, n := range names {
 		b, ok := a.Backend(n)
 		if !ok {
-			return nil, errorf("see which friends are installed: relay backends",
+			return nil, usagef("see which friends are installed: relay backends",
 				"Unsupported relay backend: %s. Supported: %s", n, supported())
 		}
 		targets = append(targets, Target{Name: n, Backend: b})
@@ -146,7 +154,7 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	for _, t := range targets {
 		allowed := slices.Sorted(slices.Values(t.Backend.Sandboxes()))
 		if !slices.Contains(allowed, sandbox) {
-			return nil, errorf("pass --sandbox read-only, workspace-write or danger-full-access",
+			return nil, usagef("pass --sandbox read-only, workspace-write or danger-full-access",
 				"Invalid sandbox mode: %s. Allowed values: %s", sandbox, strings.Join(allowed, ", "))
 		}
 	}
@@ -189,7 +197,7 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	// sessions
 	if req.Session != "" {
 		if err := ValidateLabel(req.Session); err != nil {
-			return nil, errorf("use a short label such as --session review-1", "Invalid session label: %v", err)
+			return nil, usagef("use a short label such as --session review-1", "Invalid session label: %v", err)
 		}
 		if a.Sessions == nil {
 			return nil, errorf("set RELAY_HOME to a writable directory", "Sessions are unavailable: no relay home directory")
@@ -318,7 +326,7 @@ func resolveRepo(workDir, repo string) (string, error) {
 func resolveContext(workDir, file, text string) (string, error) {
 	text = strings.TrimSpace(text)
 	if file != "" && text != "" {
-		return "", errorf("pass --context-file or --context-text, not both", "Use either context_file or context_text, not both")
+		return "", usagef("pass --context-file or --context-text, not both", "Use either context_file or context_text, not both")
 	}
 	if file != "" {
 		path := file

@@ -18,7 +18,7 @@ func (a *Asker) collectDiff(ctx context.Context, repo string, req Request) (stri
 	case req.DiffBase != "":
 		// a ref starting with "-" would reach git as an option (e.g. --output=FILE writes a file)
 		if strings.HasPrefix(req.DiffBase, "-") {
-			return "", errorf("pass a branch, tag or commit to --diff-base, e.g. --diff-base main", "Invalid diff base: %s (a git ref cannot start with '-')", req.DiffBase)
+			return "", usagef("pass a branch, tag or commit to --diff-base, e.g. --diff-base main", "Invalid diff base: %s (a git ref cannot start with '-')", req.DiffBase)
 		}
 		branch, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", req.DiffBase+"...HEAD", "--")
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/relaydev/relay/internal/relayhome"
 
@@ -315,11 +317,34 @@ func toAskJSON(a ask.Answer) askJSON {
 	return j
 }
 
-// askError keeps ask's message exactly (the seed's text) and its hint.
+// askError shows ask's message (the seed's text, which --json keeps exactly) in relay's
+// style, lower case after "Error: " (a friend's own message is quoted as it is), with its
+// hint; a mistake in the request exits 2.
 func askError(err error) error {
 	var ae *ask.Error
 	if errors.As(err, &ae) {
-		return WithHint(errors.New(ae.Message), ae.Hint)
+		msg := ae.Message
+		if ae.Backend == "" { // a friend's own words stay as they are
+			msg = lowerFirst(msg)
+		}
+		err := WithHint(errors.New(msg), ae.Hint)
+		if ae.Usage {
+			return UsageError(err)
+		}
+		return err
 	}
 	return err
+}
+
+// lowerFirst lower-cases a message's first letter unless it starts an acronym or a name
+// written in capitals ("HTTP 500", "PATH").
+func lowerFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || !unicode.IsUpper(r) {
+		return s
+	}
+	if next, _ := utf8.DecodeRuneInString(s[n:]); unicode.IsUpper(next) {
+		return s
+	}
+	return string(unicode.ToLower(r)) + s[n:]
 }

@@ -115,9 +115,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdMCP(f), newCmdInstall(f, false), newCmdInstall(f, true))
 
 	groupCommands(root)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return WithHint(UsageError(err), c.CommandPath()+" --help")
-	})
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpCommand(newHelpCmd(root))
 	wrapArgsAsUsage(root)
 	return root
 }
@@ -150,27 +149,28 @@ func groupCommands(root *cobra.Command) {
 	}
 }
 
-// wrapArgsAsUsage makes argument-count errors exit 2 with a help hint, like
-// flag errors; cobra returns them as plain errors.
+// wrapArgsAsUsage makes argument errors exit 2 in relay's words with a help hint, like
+// flag errors (cobra returns them as plain errors in its own words); an unknown
+// subcommand gets the closest names.
 func wrapArgsAsUsage(c *cobra.Command) {
-	if c.Args != nil {
-		orig := c.Args
-		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := orig(cmd, args); err != nil {
-				return WithHint(UsageError(err), cmd.CommandPath()+" --help")
-			}
-			return nil
-		}
-	} else if c.HasSubCommands() {
-		// A group command given an unknown subcommand.
+	if c.HasSubCommands() {
+		// The root, or a group command, given an unknown subcommand.
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return WithHint(Usagef("unknown command %q for %q", args[0], cmd.CommandPath()), cmd.CommandPath()+" --help")
+				return unknownCommand(cmd, args[0], args[1:]...)
 			}
 			return nil
 		}
 		if c.RunE == nil && c.Run == nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		}
+	} else if c.Args != nil {
+		orig := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := orig(cmd, args); err != nil {
+				return argsError(cmd, err)
+			}
+			return nil
 		}
 	}
 	for _, sub := range c.Commands() {
