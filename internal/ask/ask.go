@@ -1,5 +1,5 @@
-// Package ask is relay's phone-a-friend core: it validates a request in the
-// seed's order with the seed's messages, gathers context and the git diff
+// Package ask is relay's phone-a-friend core: it validates a request in a fixed
+// order with messages agents already parse, gathers context and the git diff
 // under byte limits, builds the prompt envelope, applies the depth and host
 // guards, and asks one or more friend backends in parallel.
 package ask
@@ -31,7 +31,7 @@ const (
 	DefaultTimeout  = 600 // seconds
 )
 
-// Error is the one error type ask returns: Message is the seed's text (or a
+// Error is the one error type ask returns: Message is the stable text (or a
 // backend's own detail), Hint is the next step.
 type Error struct {
 	Message string
@@ -61,7 +61,7 @@ type Request struct {
 	Repo           string // "" means WorkDir
 	ContextFile    string
 	ContextText    string
-	IncludeDiff    bool   // unstaged changes, as the seed
+	IncludeDiff    bool   // unstaged changes
 	DiffBase       string // REF...HEAD plus uncommitted changes
 	Sandbox        string // "" means read-only
 	Model          string
@@ -119,7 +119,7 @@ type Answer struct {
 
 func supported() string { return strings.Join(backend.Names(), ", ") }
 
-// Prepare runs every check of seed 000 in its order, then the guards.
+// Prepare runs every check in its fixed order, then the guards.
 func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	// 1-2: prompt and timeout
 	if strings.TrimSpace(req.Prompt) == "" {

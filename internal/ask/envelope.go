@@ -8,14 +8,14 @@ import (
 	"unicode"
 )
 
-// Limits from seed 000, in UTF-8 bytes.
+// Limits of a request, in UTF-8 bytes; phone-a-friend's, so agents that know it fit.
 const (
 	MaxContextBytes = 200_000
 	MaxDiffBytes    = 300_000
 	MaxPromptBytes  = 500_000
 )
 
-// BuildEnvelope assembles the prompt a friend receives, exactly as seed 000:
+// BuildEnvelope assembles the prompt a friend receives, in phone-a-friend's layout:
 // lines joined with "\n", optional sections after an empty line, the whole
 // text trimmed.
 func BuildEnvelope(repo, prompt, context, diff string) string {
@@ -37,7 +37,7 @@ func BuildEnvelope(repo, prompt, context, diff string) string {
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
-// tooLarge is the seed's size error for one of its labels.
+// tooLarge is the size error for one of the request's parts.
 func tooLarge(label string, n, max int) *Error {
 	return &Error{
 		Message: fmt.Sprintf("%s is too large (%d bytes; max %d bytes)", label, n, max),

@@ -27,7 +27,7 @@ import (
 // exitNotRunning is `relay status`'s exit code when no daemon runs (as systemctl status).
 const exitNotRunning = 3
 
-// addMemoryCommands registers the memory-daemon command tree (issue 6).
+// addMemoryCommands registers the memory-daemon command tree.
 func addMemoryCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newCmdUp(f), newCmdDown(f), newCmdStatus(f),
 		newCmdThread(f), newCmdRuns(f), newCmdShow(f), newCmdTail(f),

@@ -1,6 +1,5 @@
-// Package config loads and validates a project's relaycode.config.json (both
-// the flat keys of seed 003 and the nested ones of seed 002) and the user
-// store's config in $RELAY_HOME.
+// Package config loads and validates a project's relaycode.config.json: both the
+// flat keys older relaycode configs use and the nested ones (core, watcher, patch, git).
 package config
 
 import (

@@ -1,11 +1,11 @@
 package config
 
 // field describes one config key: where it lives in Config, its type and
-// limits, its default and its seed-003 flat alias. The same table drives
+// limits, its default and its flat alias (the older config shape). The same table drives
 // loading, validation, the written defaults and the JSON Schema.
 type field struct {
 	path    string // nested key path, e.g. "patch.approvalMode"
-	flat    string // seed 003 flat key, "" when none
+	flat    string // the older flat key, "" when none
 	kind    kind
 	enum    []string
 	min     *float64
