@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relaydev/relay/internal/atomicfile"
+	"github.com/relaydev/relay/internal/filelock"
 )
 
 // Info is what a running daemon records in daemon.json so clients can find it.
@@ -54,3 +55,34 @@ func RemoveInfo(home string, pid int) {
 
 // ErrDaemonRunning is returned by LockDaemon when another daemon holds the directory.
 var ErrDaemonRunning = errors.New("a relay daemon is already running for this RELAY_HOME")
+
+// LockDaemon takes the daemon's exclusive lock on daemon.lock, or returns
+// ErrDaemonRunning. The kernel releases it even on kill -9, so a stale pid file never
+// blocks a restart.
+func LockDaemon(home string) (unlock func(), err error) {
+	l, err := filelock.TryLock(filepath.Join(home, LockFile))
+	if errors.Is(err, filelock.ErrLocked) {
+		return nil, ErrDaemonRunning
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l.Unlock, nil
+}
+
+// LockHolder returns the pid of the daemon holding home's lock, 0 when none runs, or -1
+// when one holds it but has not said who yet (it is starting).
+func LockHolder(home string) (int, error) {
+	pid, held, err := filelock.Holder(filepath.Join(home, LockFile))
+	if err != nil || !held {
+		return 0, err
+	}
+	if pid == 0 {
+		// Held, but the pid is not written yet: the daemon is starting; the pid file says who.
+		if in, err := ReadInfo(home); err == nil {
+			return in.PID, nil
+		}
+		return -1, nil
+	}
+	return pid, nil
+}
