@@ -83,6 +83,10 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 			"relay apply FILE with the saved LLM answer, or relay apply - < answer.md")
 	}
 	resp, err := patch.Parse(string(data))
+	var cut *patch.CutOffError
+	if errors.As(err, &cut) {
+		return WithHint(fmt.Errorf("%s: %w", displayName(opts.File), cut), "copy the whole answer (it ends with the YAML block), or ask the LLM to finish it")
+	}
 	if err != nil {
 		return WithHint(fmt.Errorf("%s is not a relay response: %w", displayName(opts.File), err),
 			"relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)")

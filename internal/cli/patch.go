@@ -99,7 +99,12 @@ func patchRun(opts *PatchOptions) error {
 		st = s
 	}
 	// A whole LLM response works too: use its block for FILE.
-	if resp, perr := patch.Parse(body); perr == nil {
+	resp, perr := patch.Parse(body)
+	var cut *patch.CutOffError
+	if errors.As(perr, &cut) {
+		return WithHint(fmt.Errorf("cannot apply the patch to %s: %w", opts.File, cut), "copy the whole answer (it ends with the YAML block), or ask the LLM to finish it")
+	}
+	if perr == nil {
 		op, err := opForFile(resp, opts.File)
 		if err != nil {
 			return err

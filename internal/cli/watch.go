@@ -139,7 +139,10 @@ func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, te
 	resp, err := patch.Parse(text)
 	if err != nil {
 		var np *patch.NotPatchError
-		if errors.As(err, &np) {
+		var cut *patch.CutOffError
+		if errors.As(err, &cut) {
+			fmt.Fprintf(ios.ErrOut, "Ignoring the clipboard: %v; copy the whole answer.\n", cut)
+		} else if errors.As(err, &np) {
 			fmt.Fprintf(ios.ErrOut, "Clipboard content is not a relay response (%s). Ignoring.\n", np.Reason)
 		} else {
 			fmt.Fprintf(ios.ErrOut, "Clipboard content could not be parsed (%v). Ignoring.\n", err)

@@ -165,6 +165,10 @@ func Apply(original string, exists bool, strategy Strategy, body string, opts Op
 		return Result{}, formatError(strategy, "unknown strategy %q; use one of replace, new-unified, multi-search-replace, unified, apply-patch, edit", strategy)
 	}
 	d := splitDoc(original)
+	if len(d.lines) == 0 && crlfText(body) {
+		// A new (or empty) file gets the line endings its content was written with.
+		d.eol = "\r\n"
+	}
 	switch s {
 	case Replace:
 		return applyReplace(d, exists, body)

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -37,10 +38,12 @@ func isEnvelope(lines []string) bool {
 }
 
 // parseEnvelope reads the codex apply_patch format leniently (marker
-// whitespace, a missing *** End Patch).
+// whitespace, no *** Begin Patch); *** Begin Patch without *** End Patch is a
+// cut-off answer.
 func parseEnvelope(lines []string) ([]envFile, error) {
 	var files []envFile
 	cur := -1
+	begun, ended := false, false
 	for i, l := range lines {
 		m, arg, ok := envMarker(l)
 		if !ok {
@@ -66,8 +69,10 @@ func parseEnvelope(lines []string) ([]envFile, error) {
 		}
 		switch m {
 		case "*** Begin Patch":
+			begun, ended = true, false
 		case "*** End Patch":
 			cur = -1
+			ended = true
 		case "*** Move to:":
 			if cur < 0 || files[cur].kind != "update" {
 				return nil, fmt.Errorf("line %d: *** Move to: must follow an *** Update File: line", i+1)
@@ -81,6 +86,9 @@ func parseEnvelope(lines []string) ([]envFile, error) {
 			files = append(files, envFile{kind: kind, path: arg})
 			cur = len(files) - 1
 		}
+	}
+	if begun && !ended {
+		return nil, fmt.Errorf("%w: *** Begin Patch has no *** End Patch", errCutOff)
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no *** Add File, *** Delete File or *** Update File sections found")
@@ -164,6 +172,9 @@ func applyPatchStrategy(d doc, exists bool, body string, opts Options) (Result, 
 	lines := patchLines(body)
 	if isEnvelope(lines) {
 		files, err := parseEnvelope(lines)
+		if errors.Is(err, errCutOff) {
+			return Result{}, cutOff(ApplyPatch, strings.TrimPrefix(err.Error(), errCutOff.Error()+": "))
+		}
 		if err != nil {
 			return Result{}, formatError(ApplyPatch, "invalid apply_patch envelope: %v", err)
 		}
@@ -177,7 +188,11 @@ func applyPatchStrategy(d doc, exists bool, body string, opts Options) (Result, 
 		f := files[0]
 		switch f.kind {
 		case "add":
-			return applyReplace(d, exists, strings.Join(f.lines, "\n")+"\n")
+			eol := "\n"
+			if crlfText(body) {
+				eol = "\r\n" // a new file keeps the line endings it was written with
+			}
+			return applyReplace(d, exists, strings.Join(f.lines, eol)+eol)
 		case "delete":
 			return Result{}, formatError(ApplyPatch, "the patch deletes %s; relay patch only changes content: use relay apply", f.path)
 		}

@@ -302,6 +302,9 @@ func parseEditBody(body string) ([]Edit, error) {
 		return parseEditJSON(t)
 	}
 	blocks, err := parseSR(patchLines(body))
+	if errors.Is(err, errCutOff) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("an edit body is JSON {\"old_string\", \"new_string\", \"replace_all\"} or SEARCH/REPLACE blocks: %v", err)
 	}
@@ -398,6 +401,9 @@ func isEditJSON(lines []string) bool {
 // at all; an edit whose old and new text are identical is reported as a no-op.
 func applyEditStrategy(original string, body string) (Result, error) {
 	edits, err := parseEditBody(body)
+	if errors.Is(err, errCutOff) {
+		return Result{}, cutOff(EditStrategy, strings.TrimPrefix(err.Error(), errCutOff.Error()+": "))
+	}
 	if err != nil {
 		return Result{}, formatError(EditStrategy, "invalid edit: %v", err)
 	}

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -12,6 +13,24 @@ type NotPatchError struct {
 }
 
 func (e *NotPatchError) Error() string { return "not a relay patch: " + e.Reason }
+
+// CutOffError means a response ends in the middle of a block: the answer was
+// cut off (a length limit, a partial copy). Nothing of it is applied.
+type CutOffError struct {
+	Reason string
+}
+
+func (e *CutOffError) Error() string {
+	return "the answer looks cut off: " + e.Reason + "; nothing was applied"
+}
+
+// errCutOff marks a parse error that means the patch text ends inside a block.
+var errCutOff = errors.New("cut off")
+
+// cutOff is the *ApplyError of a patch that ends in the middle of a block.
+func cutOff(s Strategy, what string) *ApplyError {
+	return &ApplyError{Strategy: s, Truncated: true, Failures: []BlockFailure{{Index: 0, Reason: "the answer looks cut off: " + what + "; nothing was applied (copy the whole answer, or ask for the rest)"}}}
+}
 
 // BlockFailure describes one block or hunk that did not apply.
 type BlockFailure struct {

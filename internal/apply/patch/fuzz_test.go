@@ -31,6 +31,32 @@ func addCorpusSeeds(f *testing.F, glob string) {
 	}
 }
 
+// addHistorySeeds feeds the fuzzer real LLM patches of the named strategies
+// from the history corpus (input and patch.<n>.<strategy>).
+func addHistorySeeds(f *testing.F, strategies ...string) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		root := filepath.Join(d, "shared", "corpus", "patch")
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		for _, st := range strategies {
+			ps, _ := filepath.Glob(filepath.Join(root, "history-*", "*", "*", "patch.0."+st))
+			for _, p := range ps {
+				in, err1 := os.ReadFile(filepath.Join(filepath.Dir(p), "input"))
+				body, err2 := os.ReadFile(p)
+				if err1 == nil && err2 == nil {
+					f.Add(string(in), string(body))
+				}
+			}
+		}
+		return
+	}
+}
+
 // checkApply is what every strategy must guarantee for any input.
 func checkApply(t *testing.T, orig, body string, st Strategy) {
 	if len(orig) > 1<<16 || len(body) > 1<<16 {
@@ -124,6 +150,14 @@ func FuzzSearchReplace(f *testing.F) {
 	f.Add("\tx\r\n\ty\r\n", "<<<<<<< SEARCH\n:start_line:2\n-------\n    y\n=======\n    z\n    w\n>>>>>>> REPLACE\n")
 	addCorpusSeeds(f, "diff-apply/multi-search-replace/*")
 	addCorpusSeeds(f, "roo-msr/apply/*")
+	// Patterns from real answers: trailing spaces in REPLACE, mixed line endings,
+	// a cut-off block, identical SEARCH and REPLACE, a whole file under the strategy.
+	f.Add("export { \n    a, \n} from './x';\n", "<<<<<<< SEARCH\nexport { \n    a, \n=======\nexport { \n    a,  \n    b\n>>>>>>> REPLACE\n")
+	f.Add("a\r\nb\nc\r\n", "<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>> REPLACE\n")
+	f.Add("a\nb\n", "<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nb\n=======\nB")
+	f.Add("a\nb\n", "<<<<<<< SEARCH\nb\n=======\nb\n>>>>>>> REPLACE\n")
+	f.Add("class A {\n        run() {\n            go();\n\n            stop();\n        }\n}\n", "<<<<<<< SEARCH\nrun() {\n    go();\n\n    stop();\n=======\nrun() {\n    go();\n\n    stop();\n    done();\n>>>>>>> REPLACE\n")
+	addHistorySeeds(f, "multi-search-replace", "search-replace")
 	f.Fuzz(func(t *testing.T, orig, body string) { checkApply(t, orig, body, MultiSearchReplace) })
 }
 
@@ -131,12 +165,24 @@ func FuzzUnified(f *testing.F) {
 	f.Add("a\nb\nc\n", "@@ -2,1 +2,1 @@\n-b\n+B\n")
 	addCorpusSeeds(f, "diff-apply/unified/*")
 	addCorpusSeeds(f, "apply-multi-diff/standard-diff/*")
+	// Patterns from real answers: a stray blank hunk line before the file's
+	// last line, tabs file with a spaces diff, a cut-off last hunk, mixed endings.
+	f.Add("a\nb\nc\nd", "@@ -2,3 +2,3 @@\n b\n-c\n+C\n\n-d\n+D\n")
+	f.Add("func f() {\n\tif x {\n\t\ty()\n\t}\n}\n", "@@ -2,3 +2,4 @@\n     if x {\n         y()\n+        z()\n     }\n")
+	f.Add("a\nb\nc\n", "@@ -2,40 +2,60 @@\n b\n-c\n+C\n")
+	f.Add("a\r\nb\nc\nd\r\n", "@@ -2,2 +2,3 @@\n b\n+B\n c\n")
+	addHistorySeeds(f, "standard-diff")
 	f.Fuzz(func(t *testing.T, orig, body string) { checkApply(t, orig, body, Unified) })
 }
 
 func FuzzNewUnified(f *testing.F) {
 	f.Add("a\nb\nc\n", "@@ ... @@\n a\n-b\n+B\n c\n")
 	addCorpusSeeds(f, "diff-apply/new-unified/*")
+	// Patterns from real answers: context that appears twice after the previous
+	// hunk, a line edited in front of its indentation, a far context line skipped.
+	f.Add("import a;\n\nfunction one() {\n  return `\n`;\n};\n\nfunction two() {\n  return `\n`;\n};", "@@ -1,2 +1,2 @@\n-import a;\n+import b;\n \n@@ -90,3 +90,6 @@\n   return `\n `;\n };\n+\n+function three() {}\n")
+	f.Add("const d = `\n     name = 1;\n     other = 2;\n`;\n", "@@ ... @@\n const d = `\n-    name = 1;\n+-    name = 1;\n     other = 2;\n")
+	addHistorySeeds(f, "new-unified")
 	f.Fuzz(func(t *testing.T, orig, body string) { checkApply(t, orig, body, NewUnified) })
 }
 

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -195,9 +196,9 @@ func parseSR(lines []string) ([]srBlock, error) {
 	}
 	switch state {
 	case header, search:
-		return nil, fmt.Errorf("unexpected end of patch: expected ======= and >>>>>>> REPLACE")
+		return nil, fmt.Errorf("%w: the last block ends inside its SEARCH section, without ======= and >>>>>>> REPLACE", errCutOff)
 	case replace:
-		return nil, fmt.Errorf("unexpected end of patch: expected >>>>>>> REPLACE")
+		return nil, fmt.Errorf("%w: the last block ends without >>>>>>> REPLACE", errCutOff)
 	}
 	// Mostly text outside the blocks is a whole file sent under the wrong
 	// strategy (its own text may contain markers); applying its blocks would
@@ -282,6 +283,9 @@ func numberPrefix(l string) (int, bool) {
 
 func applySR(d doc, body string, opts Options) (Result, error) {
 	blocks, err := parseSR(patchLines(body))
+	if errors.Is(err, errCutOff) {
+		return Result{}, cutOff(MultiSearchReplace, strings.TrimPrefix(err.Error(), errCutOff.Error()+": "))
+	}
 	if err != nil {
 		return Result{}, formatError(MultiSearchReplace, "invalid SEARCH/REPLACE patch: %v", err)
 	}

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -25,7 +26,22 @@ type fence struct {
 // bodies are sliced from it instead of joined line by line.
 type source struct {
 	text string
-	offs []int // offs[i] is where line i starts; offs[len(lines)] == len(text)+1
+	offs []int  // offs[i] is where line i starts; offs[len(lines)] == len(text)+1
+	crlf []bool // line i ended in CRLF in the response; nil when none did
+}
+
+// crlfBody reports whether most lines of body [i, j) ended in CRLF.
+func (f fence) crlfBody(i, j int) bool {
+	if f.src == nil || f.src.crlf == nil || i >= j {
+		return false
+	}
+	n := 0
+	for k := f.open + 1 + i; k < f.open+1+j; k++ {
+		if f.src.crlf[k] {
+			n++
+		}
+	}
+	return n*2 > j-i
 }
 
 // sub returns body lines [i, j) of f as text, each ending in a newline.
@@ -37,10 +53,17 @@ func (f fence) sub(i, j int) string {
 		return joinLines(f.body[i:j])
 	}
 	a, b := f.src.offs[f.open+1+i], f.src.offs[f.open+1+j]
+	var t string
 	if b > len(f.src.text) {
-		return f.src.text[a:] + "\n"
+		t = f.src.text[a:] + "\n"
+	} else {
+		t = f.src.text[a:b]
 	}
-	return f.src.text[a:b]
+	// A block written with CRLF keeps CRLF, so a new file gets the endings it was written with.
+	if f.crlfBody(i, j) {
+		t = strings.ReplaceAll(t, "\n", "\r\n")
+	}
+	return t
 }
 
 func fenceOpen(l string) (byte, int, string, bool) {
@@ -225,11 +248,17 @@ var (
 // operations returns *NotPatchError.
 func Parse(text string) (*Response, error) {
 	text = strings.TrimPrefix(text, bom)
+	var crlf []bool
 	if strings.IndexByte(text, '\r') >= 0 {
+		raw := strings.Split(text, "\n")
+		crlf = make([]bool, len(raw))
+		for i, l := range raw {
+			crlf[i] = strings.HasSuffix(l, "\r")
+		}
 		text = strings.ReplaceAll(text, "\r\n", "\n")
 	}
 	lines := strings.Split(text, "\n")
-	src := &source{text: text, offs: make([]int, len(lines)+1)}
+	src := &source{text: text, offs: make([]int, len(lines)+1), crlf: crlf}
 	for i, l := range lines {
 		src.offs[i+1] = src.offs[i] + len(l) + 1
 	}
@@ -294,6 +323,17 @@ func Parse(text string) (*Response, error) {
 	}
 	addReason(tailFrom)
 
+	// A file block that runs to the end of the text was cut off: applying the
+	// rest of the answer would apply half of it.
+	if n := len(fences); n > 0 && fences[n-1].close == len(lines) && n-1 != ctrlFence {
+		if f := fences[n-1]; len(f.body) > 0 && !isControlText(f.body) {
+			return resp, &CutOffError{Reason: fmt.Sprintf("the code block at line %d (```%s) is never closed", f.open+1, clip(f.info))}
+		}
+	}
+	if resp.cutOff != "" {
+		return resp, &CutOffError{Reason: resp.cutOff}
+	}
+
 	if ctrlFence < 0 && tailFrom == len(lines) {
 		reason := "no control block; end the response with a ```yaml block holding projectId and uuid"
 		if ctrlErr != nil {
@@ -317,6 +357,17 @@ func (r *Response) ignore(f fence, reason string) {
 
 // blockOps turns one fenced block into operations (or an ignored block).
 func (r *Response) blockOps(f fence) {
+	if f.crlfBody(0, len(f.body)) {
+		// A block written with CRLF keeps CRLF in every operation it makes.
+		n0 := len(r.Operations)
+		defer func() {
+			for k := n0; k < len(r.Operations); k++ {
+				if r.Operations[k].Kind == OpWrite {
+					r.Operations[k].Content = toCRLF(r.Operations[k].Content)
+				}
+			}
+		}()
+	}
 	lang, header, _ := splitInfo(f.info)
 	if f.close == -1 {
 		r.ignore(f, "unclosed code block")
@@ -385,6 +436,17 @@ func joinLines(ls []string) string {
 		return ""
 	}
 	return strings.Join(ls, "\n") + "\n"
+}
+
+// isControlText reports whether an unclosed block holds only the control
+// YAML (projectId, uuid, ...): the answer is complete, only its fence is open.
+func isControlText(body []string) bool {
+	for _, l := range body {
+		if strings.HasPrefix(strings.TrimSpace(l), "projectId:") {
+			return true
+		}
+	}
+	return false
 }
 
 // isDeleteBody is true for a body that is only the delete marker.
@@ -472,6 +534,10 @@ func (r *Response) renameOps(f fence) {
 
 func (r *Response) envelopeOps(f fence, fallback string) {
 	files, err := parseEnvelope(f.body)
+	if errors.Is(err, errCutOff) {
+		r.cutOff = fmt.Sprintf("the apply_patch block at line %d has *** Begin Patch but no *** End Patch", f.open+1)
+		return
+	}
 	if err != nil {
 		r.ignore(f, "invalid apply_patch envelope: "+err.Error())
 		return

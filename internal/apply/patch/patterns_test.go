@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -150,5 +151,72 @@ func TestPatternWholeFileUnderSearchReplaceIsRefused(t *testing.T) {
 	_, err := Apply(orig, true, MultiSearchReplace, b.String(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "looks like a whole file") {
 		t.Fatalf("err = %v, want a refusal naming a whole file", err)
+	}
+}
+
+// CRLF: a new file whose content uses CRLF keeps CRLF, whichever way it is created.
+func TestPatternCRLFNewFileKeepsCRLF(t *testing.T) {
+	want := "line one\r\nline two\r\n"
+	for name, c := range map[string]struct {
+		st   Strategy
+		body string
+	}{
+		"whole file":   {Replace, want},
+		"diff":         {Unified, "--- /dev/null\r\n+++ b/new.txt\r\n@@ -0,0 +1,2 @@\r\n+line one\r\n+line two\r\n"},
+		"apply_patch":  {ApplyPatch, "*** Begin Patch\r\n*** Add File: new.txt\r\n+line one\r\n+line two\r\n*** End Patch\r\n"},
+		"empty SEARCH": {MultiSearchReplace, "<<<<<<< SEARCH\r\n=======\r\nline one\r\nline two\r\n>>>>>>> REPLACE\r\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Apply("", false, c.st, c.body, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, res.Content, want)
+		})
+	}
+	// Through a whole response: the block's CRLF survives parsing.
+	resp, err := Parse("Add it.\r\n\r\n```txt // new.txt\r\nline one\r\nline two\r\n```\r\n\r\n```yaml\r\nprojectId: p\r\nuuid: 5e1a41d8-64a7-4663-a56e-3ebd03f7a1f5\r\n```\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply("", false, resp.Operations[0].Strategy, resp.Operations[0].Content, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, res.Content, want)
+}
+
+// Truncated answers: a patch that stops inside a block is refused as cut off,
+// whatever its format, and nothing of it is applied.
+func TestPatternTruncatedAnswerIsCutOff(t *testing.T) {
+	orig := "alpha\nbeta\ngamma\n"
+	for name, c := range map[string]struct {
+		st   Strategy
+		body string
+	}{
+		"SEARCH/REPLACE without REPLACE marker": {MultiSearchReplace, sr([2]string{"alpha\n", "ALPHA\n"}) + "<<<<<<< SEARCH\nbeta\n=======\nBE"},
+		"SEARCH without separator":              {MultiSearchReplace, "<<<<<<< SEARCH\nbeta\n"},
+		"edit blocks":                           {EditStrategy, "<<<<<<< SEARCH\nbeta\n=======\n"},
+		"apply_patch without End Patch":         {ApplyPatch, "*** Begin Patch\n*** Update File: a\n@@\n-alpha\n+ALPHA\n"},
+		"last hunk far shorter than its header": {Unified, "@@ -1,1 +1,1 @@\n-alpha\n+ALPHA\n@@ -2,40 +2,60 @@\n beta\n-gamma\n+GAMMA\n"},
+		"hunk of context promising more":        {Unified, "@@ -2,30 +2,40 @@\n beta\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Apply(orig, true, c.st, c.body, Options{})
+			var ae *ApplyError
+			if !errors.As(err, &ae) || !ae.Truncated || !strings.Contains(err.Error(), "the answer looks cut off") {
+				t.Fatalf("err = %v, want a cut-off refusal", err)
+			}
+		})
+	}
+	// A response whose last file block is never closed is refused whole.
+	_, err := Parse("```txt // a.txt\nfull\n```\n```txt // b.txt\nhal")
+	var cut *CutOffError
+	if !errors.As(err, &cut) {
+		t.Fatalf("Parse err = %v, want *CutOffError", err)
+	}
+	// A miscounted but complete hunk is not cut off.
+	if _, err := Apply(orig, true, Unified, "@@ -2,3 +2,4 @@\n beta\n-gamma\n+GAMMA\n", Options{}); err != nil {
+		t.Fatalf("miscounted hunk: %v", err)
 	}
 }

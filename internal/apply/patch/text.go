@@ -98,6 +98,12 @@ func (d doc) render(lines, eols []string) string {
 	return b.String()
 }
 
+// crlfText reports whether most of s's lines end in CRLF.
+func crlfText(s string) bool {
+	crlf := strings.Count(s, "\r\n")
+	return crlf > 0 && crlf*2 > strings.Count(s, "\n")
+}
+
 // patchLines splits patch text into lines, dropping CR so CRLF responses work.
 func patchLines(s string) []string {
 	s = strings.TrimPrefix(s, bom)

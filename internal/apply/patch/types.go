@@ -70,4 +70,5 @@ type Response struct {
 	Operations []Operation    `json:"operations"`
 	Reasoning  []string       `json:"reasoning"`
 	Ignored    []IgnoredBlock `json:"ignored,omitempty"`
+	cutOff     string         // why the response looks cut off, "" when it is whole
 }

@@ -14,6 +14,7 @@ type udFile struct {
 
 type uhunk struct {
 	oldStart, oldCount int
+	newCount           int // -1 when the header gives none
 	hasNums            bool
 	lines              []hline
 	noEOLNew           bool // "\ No newline at end of file" after the new side
@@ -81,8 +82,11 @@ func parseUnified(lines []string) ([]udFile, error) {
 			if cur < 0 {
 				newFile()
 			}
-			h := uhunk{}
+			h := uhunk{newCount: -1}
 			h.oldStart, h.oldCount, h.hasNums = parseHunkHeader(l)
+			if h.hasNums {
+				h.newCount = newSideCount(l)
+			}
 			files[cur].hunks = append(files[cur].hunks, h)
 			inHunk = true
 			continue
@@ -165,6 +169,55 @@ func parseHunkHeader(l string) (start, count int, ok bool) {
 	return s, c, true
 }
 
+// newSideCount reads d of "@@ -a,b +c,d @@" (1 when d is left out), -1 if absent.
+func newSideCount(l string) int {
+	for _, f := range strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "@@")) {
+		if !strings.HasPrefix(f, "+") {
+			continue
+		}
+		_, d, found := strings.Cut(f[1:], ",")
+		if !found {
+			return 1
+		}
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	return -1
+}
+
+// cutOffHunk reports a last hunk whose header promises far more lines than
+// it has: the answer stopped inside it. LLMs miscount by a few lines, not by
+// half a hunk, and a hunk that changes nothing yet promises more is unfinished.
+func cutOffHunk(h uhunk) string {
+	if !h.hasNums || h.newCount < 0 {
+		return ""
+	}
+	old, nw, changes := 0, 0, 0
+	for _, l := range h.lines {
+		switch l.op {
+		case ' ':
+			old++
+			nw++
+		case '-':
+			old++
+			changes++
+		case '+':
+			nw++
+			changes++
+		}
+	}
+	promised := max(h.oldCount, h.newCount)
+	short := changes == 0 && (old < h.oldCount || nw < h.newCount)
+	short = short || (old*2 < h.oldCount && nw*2 < h.newCount && promised-max(old, nw) >= 10)
+	if !short {
+		return ""
+	}
+	return fmt.Sprintf("the last hunk's header promises %d old and %d new lines but it has %d and %d", h.oldCount, h.newCount, old, nw)
+}
+
 func hunkEdit(idx int, h uhunk) edit {
 	e := edit{idx: idx, hint: -1, hintEnd: -1, insertAt: -1, hunk: h.lines, split: true, pairs: []int{}}
 	for _, l := range h.lines {
@@ -205,6 +258,11 @@ func applyUnified(d doc, s Strategy, body string, opts Options) (Result, error) 
 		return Result{}, formatError(s, "the diff changes %d files (%s); relay patch changes one file: split the diff, or apply the whole response with relay apply", len(files), strings.Join(names, ", "))
 	}
 	f := files[0]
+	if len(f.hunks) > 0 {
+		if why := cutOffHunk(f.hunks[len(f.hunks)-1]); why != "" {
+			return Result{}, cutOff(s, why)
+		}
+	}
 	var edits []edit
 	for i, h := range f.hunks {
 		e := hunkEdit(i+1, h)
