@@ -18,6 +18,7 @@ import (
 type daemonConfig struct {
 	LogLevel     slog.Level
 	Sync         string
+	Mirror       bool // RELAY_MIRROR: the human-readable copy under $RELAY_HOME/threads
 	Capabilities server.CapabilityOptions
 }
 
@@ -61,6 +62,14 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 		c.Sync = "normal"
 	default:
 		return c, s.errorf("use full (every commit on disk before it is acknowledged) or normal")
+	}
+
+	switch s, _ := pick("RELAY_MIRROR", ""); strings.ToLower(s.value) {
+	case "", "off", "0", "false", "no":
+	case "on", "1", "true", "yes":
+		c.Mirror = true
+	default:
+		return c, s.errorf("use on (write threads/<id>/state.json, events.log and artifacts/ after each commit) or off")
 	}
 
 	allow := strings.Join(u.Fetch.Allow, ",")

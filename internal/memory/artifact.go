@@ -16,11 +16,28 @@ import (
 )
 
 // injection matches prompt-injection phrases; whitespace variants are folded so that
-// "ignore  previous\ninstructions" cannot slip through.
-var injection = regexp.MustCompile(`(?i)ignore\s+(?:all\s+)?(?:previous|prior|above)\s+instructions|ignore\s+all\s+instructions|disregard\s+(?:all\s+)?(?:previous|prior|above)\s+instructions|<\|\s*(?:system|user|assistant|im_start|im_end)\s*\|>|\[/?INST\]|###\s*(?:instruction|system)`)
+// "ignore  previous\ninstructions" cannot slip through. Compiled on first use: package
+// init runs for every relay command.
+var injection = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)ignore\s+(?:all\s+)?(?:previous|prior|above)\s+instructions|ignore\s+all\s+instructions|disregard\s+(?:all\s+)?(?:previous|prior|above)\s+instructions|<\|\s*(?:system|user|assistant|im_start|im_end)\s*\|>|\[/?INST\]|###\s*(?:instruction|system)`)
+})
 
-// Sanitize replaces every prompt-injection phrase in s with [SANITIZED].
-func Sanitize(s string) string { return injection.ReplaceAllString(s, "[SANITIZED]") }
+// injectionHints are lower-case pieces every injection phrase contains, one of them at
+// least; they avoid the letters k and s, whose case folds include non-ASCII runes
+// (K, ſ) that the regexp matches but strings.ToLower does not map to k and s.
+var injectionHints = []string{"ignore", "regard", "<|", "t]", "###"}
+
+// Sanitize replaces every prompt-injection phrase in s with [SANITIZED]. Text without any
+// hint skips the regexp, which cost ~0.1 ms per KB on every artifact put.
+func Sanitize(s string) string {
+	lower := strings.ToLower(s)
+	for _, h := range injectionHints {
+		if strings.Contains(lower, h) {
+			return injection().ReplaceAllString(s, "[SANITIZED]")
+		}
+	}
+	return s
+}
 
 // MakePreview builds the bounded preview of content of the given type.
 func MakePreview(typ string, content []byte) Preview {

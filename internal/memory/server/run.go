@@ -35,6 +35,8 @@ type RunOptions struct {
 	Sync string
 	// Capabilities are the validated capability limits.
 	Capabilities CapabilityOptions
+	// Mirror turns on the human-readable file mirror under $RELAY_HOME/threads.
+	Mirror bool
 	// Ready is called once the daemon is serving.
 	Ready func(Info)
 }
@@ -71,7 +73,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer ln.Close()
 
-	store, err := sqlite.OpenSQLite(o.Home, sqlite.Options{Sync: o.Sync})
+	store, err := sqlite.OpenSQLite(o.Home, sqlite.Options{Sync: o.Sync, Mirror: o.Mirror})
 	if err != nil {
 		log.Error("open store failed", "err", err)
 		return err

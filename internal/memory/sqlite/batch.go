@@ -228,7 +228,7 @@ var hotStatements = []string{
 	`UPDATE threads SET event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ?`,
 	`INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, ?, ?, ?, ?, ?)`,
 	`UPDATE threads SET version = ?, event_count = event_count + 1, last_event_id = ?, updated_at = ? WHERE id = ? AND version = ?`,
-	`INSERT INTO artifact_content(ref, content) VALUES (?, ?)`,
+	sqlInsertContent,
 	`UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`,
 	sqlInsertArtifact,
 	sqlThreadExists,
@@ -242,7 +242,8 @@ const (
 	sqlSavepoint      = `SAVEPOINT op`
 	sqlRollbackTo     = `ROLLBACK TO op`
 	sqlRelease        = `RELEASE op`
-	sqlInsertArtifact = `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertArtifact = `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at, fts_rowid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertContent  = `INSERT INTO artifact_content(ref, content, enc) VALUES (?, ?, ?)`
 	sqlThreadExists   = `SELECT count(*) FROM threads WHERE id = ?`
 	sqlArtifactByHash = `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = ? AND hash = ?`
 )
@@ -256,7 +257,7 @@ func (s *SQLite) queryRow(ctx context.Context, tx *sql.Tx, query string, args ..
 }
 
 func (s *SQLite) prepare(ctx context.Context) error {
-	for _, q := range append(hotStatements[:len(hotStatements):len(hotStatements)], sqlNextSeq, sqlIndexRow) {
+	for _, q := range append(hotStatements[:len(hotStatements):len(hotStatements)], sqlNextSeq, sqlIndexRow, sqlMarkIndexed) {
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)

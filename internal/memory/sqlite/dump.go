@@ -82,7 +82,12 @@ func (s *SQLite) ExportThread(ctx context.Context, threadID string, fn func(d *m
 	}
 	content := func(ref string) ([]byte, error) {
 		var b []byte
-		if err := tx.QueryRowContext(ctx, `SELECT content FROM artifact_content WHERE ref = ?`, ref).Scan(&b); err != nil {
+		var enc int
+		if err := tx.QueryRowContext(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, ref).Scan(&b, &enc); err != nil {
+			return nil, fmt.Errorf("export artifact %s: %w", ref, err)
+		}
+		b, err := decodeContent(enc, b)
+		if err != nil {
 			return nil, fmt.Errorf("export artifact %s: %w", ref, err)
 		}
 		return b, nil
@@ -140,18 +145,15 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 			}
 		}
 		for _, a := range d.Artifacts {
-			body := content[a.Ref]
-			if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-				a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, a.SourceRefs, a.CreatedAt); err != nil {
+			enc, stored := encodeContent(content[a.Ref])
+			// The indexer (indexer.go) adds the artifacts to the search index after the commit.
+			if _, err := tx.ExecContext(ctx, sqlInsertArtifact,
+				a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, a.SourceRefs, a.CreatedAt,
+				ftsRowidFor(a.Capability)); err != nil {
 				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_content(ref, content) VALUES (?,?)`, a.Ref, body); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlInsertContent, a.Ref, stored, enc); err != nil {
 				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
-			}
-			if a.Capability != memory.SearchCapability {
-				if err := s.indexRow(ctx, tx, id, a.Ref, a.Type, a.Name, body); err != nil {
-					return err
-				}
 			}
 		}
 		for _, c := range d.Calls {
@@ -166,5 +168,6 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 		return err
 	}
 	s.Forget(id)
+	s.idx.wake()
 	return nil
 }

@@ -19,9 +19,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// openTest opens a store with the file mirror on, so the tests cover it too.
 func openTest(t *testing.T, home string) *SQLite {
 	t.Helper()
-	s, err := OpenSQLite(home, Options{})
+	s, err := OpenSQLite(home, Options{Mirror: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +43,8 @@ func TestVersionsReadableAfterReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Enough versions to cross several snapshots, so reads replay patches onto snapshots.
+	defer func(v int) { snapshotMaxVersions = v }(snapshotMaxVersions)
+	snapshotMaxVersions = 32
 	const n = 150
 	docs := map[int]string{}
 	st, _ := s.State(ctx, th.ID, 0)
@@ -411,5 +414,28 @@ func TestPanickingWriteDoesNotStopTheStore(t *testing.T) {
 	}
 	if _, err := s.CreateThread(ctx, memory.CreateThreadParams{}); err != nil {
 		t.Fatalf("store stopped after a panic: %v", err)
+	}
+}
+
+// TestMirrorOffByDefault: without Options.Mirror nothing is written under threads/.
+func TestMirrorOffByDefault(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s, err := OpenSQLite(home, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
+	if _, err := s.PatchState(ctx, th.ID, factPatch(1), 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "a.md", Content: []byte("# a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "threads")); !os.IsNotExist(err) {
+		t.Fatalf("threads/ exists with the mirror off: %v", err)
 	}
 }

@@ -16,8 +16,10 @@ import (
 
 // mirror writes the human-readable copy of the store (threads/<id>/…). It is written after
 // each commit and never read back, so a mirror failure never fails a request; the last
-// error is kept for `relay doctor`.
+// error is kept for `relay doctor`. It is off unless asked for (Options.Mirror): it
+// doubled the disk used and its state.json rewrites competed with patches for the CPU.
 type mirror struct {
+	off     bool   // every method does nothing
 	root    string // $RELAY_HOME/threads
 	lastErr atomic.Value
 
@@ -39,7 +41,10 @@ type fileJob struct {
 	content []byte
 }
 
-func newMirror(root string) *mirror {
+func newMirror(root string, on bool) *mirror {
+	if !on {
+		return &mirror{off: true, root: root}
+	}
 	m := &mirror{root: root, dirty: map[string]func() []byte{}, kick: make(chan struct{}, 1),
 		done: make(chan struct{}), stopped: make(chan struct{}),
 		files: make(chan fileJob, 64), filesDone: make(chan struct{}), logs: map[string]*os.File{}}
@@ -70,6 +75,9 @@ func (m *mirror) threadDir(id string) string { return filepath.Join(m.root, id) 
 // state schedules state.json of a thread to be rewritten; rewrites coalesce because a large
 // state rewritten on every patch would dominate the patch cost.
 func (m *mirror) state(id string, doc func() []byte) {
+	if m.off {
+		return
+	}
 	m.mu.Lock()
 	m.dirty[id] = doc
 	m.mu.Unlock()
@@ -116,6 +124,9 @@ func (m *mirror) flush() {
 }
 
 func (m *mirror) close() {
+	if m.off {
+		return
+	}
 	close(m.done)
 	<-m.stopped
 	close(m.files)
@@ -126,6 +137,9 @@ func (m *mirror) close() {
 // event appends one JSON line to threads/<id>/events.log; callers hold the write lock, so
 // lines are in id order. Recently used logs stay open (appending is then one syscall).
 func (m *mirror) event(e memory.Event) {
+	if m.off {
+		return
+	}
 	line, err := json.Marshal(e)
 	if err != nil {
 		m.fail(err)
@@ -172,6 +186,9 @@ func (m *mirror) closeLogs() {
 }
 
 func (m *mirror) artifact(a memory.Artifact, content []byte) {
+	if m.off {
+		return
+	}
 	// Buffered: a slow disk slows writers down (backpressure) instead of growing memory.
 	// The copy keeps the caller free to reuse its buffer.
 	m.files <- fileJob{filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+memory.ExtFor(a.Type, a.Mime)), bytes.Clone(content)}

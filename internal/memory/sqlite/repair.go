@@ -14,6 +14,9 @@ import (
 // committed but not yet appended to events.log, and a stale state.json. It runs in the
 // background at open; the database stays the source of truth throughout.
 func (s *SQLite) repairMirror(ctx context.Context) {
+	if s.mirror.off {
+		return
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, version, last_event_id FROM threads`)
 	if err != nil {
 		s.mirror.fail(err)

@@ -77,6 +77,7 @@ type migration struct{ name, sql string }
 var migrations = []migration{
 	{"0001_core", coreSchema},
 	{"0100_capability_cache_calls", capabilitySchema},
-	{"0111_search_fts_rowid_threads", searchMigration},
+	{"0111_search_fts_rowid_threads", searchMigration0111},
 	{"0120_a2a", hopSchema},
+	{"0200_search_background_external", searchMigration0200},
 }

@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/relaydev/relay/internal/memory"
 )
@@ -16,12 +14,9 @@ import (
 // MaxIndexedBytes caps the text indexed per artifact; the rest is still stored, just not searchable.
 const MaxIndexedBytes = 4 << 20
 
-// searchSchema is the FTS5 table plus a thread number per thread. An artifact's rowid is
-// (thread number << 32) + its sequence in the thread, so the thread filter is a rowid range:
-// FTS5 seeks inside doclists, and bm25's per-query idf pass does not have to count a thread
-// token's rows. The type is an indexed column (ty) so its filter stays inside MATCH;
-// ref/thread_id/type ride along unindexed. The prefix index makes "abc*" cheap.
-const searchSchema = `
+// searchMigration0111 is the first FTS5 layout (the artifact text copied into the index,
+// written inside every put); kept as shipped, 0200 replaces it.
+const searchMigration0111 = `DROP TABLE IF EXISTS artifact_fts;
 CREATE VIRTUAL TABLE IF NOT EXISTS artifact_fts USING fts5(
 	name, body, ty, ref UNINDEXED, thread_id UNINDEXED, type UNINDEXED,
 	tokenize = 'porter unicode61 remove_diacritics 2',
@@ -32,10 +27,6 @@ CREATE TABLE IF NOT EXISTS fts_threads (
 	n         INTEGER NOT NULL UNIQUE,
 	seq       INTEGER NOT NULL
 );
-`
-
-// searchMigration replaces the first layout (a thread token column) and re-indexes the store.
-const searchMigration = `DROP TABLE IF EXISTS artifact_fts;` + searchSchema + `
 INSERT OR IGNORE INTO fts_threads(thread_id, n, seq)
 	SELECT thread_id, row_number() OVER (ORDER BY min(created_at)), 0 FROM artifacts GROUP BY thread_id;
 INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type)
@@ -47,48 +38,51 @@ INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type)
 UPDATE fts_threads SET seq = (SELECT count(*) FROM artifact_fts f WHERE f.thread_id = fts_threads.thread_id);
 `
 
+// searchTokenizer is what the index splits text with: words, Porter-stemmed, without
+// accents. There is no prefix index: it tripled the index's size and its write cost, and
+// "abc*" over a term range measures within the search latency budget.
+const searchTokenizer = `tokenize = 'porter unicode61 remove_diacritics 2'`
+
+// searchMigration0200 is the search layout: an external-content FTS5 index over a view of
+// the artifacts (the index keeps no second copy of the text: snippets read the artifact
+// through relay_search_text), filled by the background indexer (indexer.go). An artifact's
+// fts_rowid is NULL while it waits for the indexer, 0 when it is never indexed (search
+// results), else its index rowid: (thread number << 32) + its sequence in the thread, so
+// the thread filter is a rowid range: FTS5 seeks inside doclists, and bm25's per-query idf
+// pass does not have to count a thread token's rows. The type is an indexed column (ty) so
+// its filter stays inside MATCH. Contents become compressible (enc, content.go).
+const searchMigration0200 = `DROP TABLE IF EXISTS artifact_fts;
+DELETE FROM fts_threads;
+ALTER TABLE artifact_content ADD COLUMN enc INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE artifacts ADD COLUMN fts_rowid INTEGER;
+UPDATE artifacts SET fts_rowid = 0 WHERE capability = 'retrieval.search';
+CREATE INDEX artifacts_fts_rowid ON artifacts(fts_rowid);
+CREATE INDEX artifacts_unindexed ON artifacts(thread_id) WHERE fts_rowid IS NULL;
+CREATE VIEW artifact_fts_src AS
+	SELECT a.fts_rowid AS fts_rowid, a.name AS name, ` + searchTextFunc + `(a.type, c.content, c.enc) AS body, a.type AS ty
+	FROM artifacts a JOIN artifact_content c ON c.ref = a.ref;
+CREATE VIRTUAL TABLE artifact_fts USING fts5(name, body, ty,
+	content = 'artifact_fts_src', content_rowid = 'fts_rowid', ` + searchTokenizer + `);
+`
+
 // threadRange returns the rowid range of a thread's artifacts.
 func threadRange(n int64) (lo, hi int64) { return n << 32, n<<32 | 0xFFFFFFFF }
 
-// The index statements run on every artifact put; they are prepared once at open (parsing
-// them took more CPU than the insert itself).
+// The indexer's statements, prepared once at open (parsing them took more CPU than the
+// insert itself).
 const (
 	sqlNextSeq = `INSERT INTO fts_threads(thread_id, n, seq)
 		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
 		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`
-	sqlIndexRow = `INSERT INTO artifact_fts(rowid, name, body, ty, ref, thread_id, type) VALUES (?,?,?,?,?,?,?)`
+	sqlIndexRow    = `INSERT INTO artifact_fts(rowid, name, body, ty) VALUES (?,?,?,?)`
+	sqlMarkIndexed = `UPDATE artifacts SET fts_rowid = ? WHERE rowid = ? AND fts_rowid IS NULL`
 )
 
-var tagRE = regexp.MustCompile(`(?s)<script.*?</script>|<style.*?</style>|<[^>]*>`)
-
-// index adds one artifact to the search index inside the put's transaction, so the index
-// never lags the store. Binary content is indexed by name only; the search capability's own
-// result lists are not indexed, so a search never finds earlier searches.
-func (s *SQLite) index(ctx context.Context, tx *sql.Tx, a memory.Artifact, content []byte) error {
-	if a.Provenance.Capability == memory.SearchCapability {
-		return nil
-	}
-	return s.indexRow(ctx, tx, a.ThreadID, a.Ref, a.Type, a.Name, content)
-}
-
-func (s *SQLite) indexRow(ctx context.Context, tx *sql.Tx, threadID, ref, typ, name string, content []byte) error {
-	body := ""
-	if typ != memory.TypeBinary && utf8.Valid(content) {
-		if len(content) > MaxIndexedBytes {
-			content = content[:MaxIndexedBytes]
-		}
-		body = string(content)
-		if typ == memory.TypeHTML {
-			body = tagRE.ReplaceAllString(body, " ")
-		}
-	}
-	var n, seq int64
-	if err := s.queryRow(ctx, tx, sqlNextSeq, threadID).Scan(&n, &seq); err != nil {
-		return fmt.Errorf("index artifact %s: %w", ref, err)
-	}
-	lo, _ := threadRange(n)
-	if _, err := s.exec(ctx, tx, sqlIndexRow, lo+seq, name, body, typ, ref, threadID, typ); err != nil {
-		return fmt.Errorf("index artifact %s: %w", ref, err)
+// ftsRowidFor is the fts_rowid a new artifact starts with: pending, or never indexed for
+// the search capability's own result lists, so a search never finds earlier searches.
+func ftsRowidFor(capability string) any {
+	if capability == memory.SearchCapability {
+		return 0
 	}
 	return nil
 }
@@ -158,6 +152,9 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if limit <= 0 {
 		limit = 10
 	}
+	if err := s.waitIndexed(ctx, threadID); err != nil {
+		return nil, err
+	}
 	db := s.r
 	var n int64
 	switch err := db.QueryRowContext(ctx, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
@@ -187,7 +184,9 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT rowid, ref, name, type, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
+	// Ranking reads only the index; the artifact rows (and the text, for the snippet) are
+	// read for the hits alone.
+	rows, err := db.QueryContext(ctx, `SELECT rowid, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
 		FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY score LIMIT ?`, match, lo, hi, limit)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
@@ -197,7 +196,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	for rows.Next() {
 		var h memory.SearchHit
 		var rowid int64
-		if err := rows.Scan(&rowid, &h.Ref, &h.Name, &h.Type, &h.Score); err != nil {
+		if err := rows.Scan(&rowid, &h.Score); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -211,8 +210,9 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	}
 	for i, id := range rowids {
 		var snip string
-		err := db.QueryRowContext(ctx, `SELECT snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid = ?`,
-			markOpen, markClose, match, id).Scan(&snip)
+		err := db.QueryRowContext(ctx, `SELECT a.ref, a.name, a.type, snippet(artifact_fts, 1, ?, ?, '…', 16)
+			FROM artifact_fts JOIN artifacts a ON a.fts_rowid = artifact_fts.rowid WHERE artifact_fts MATCH ? AND artifact_fts.rowid = ?`,
+			markOpen, markClose, match, id).Scan(&hits[i].Ref, &hits[i].Name, &hits[i].Type, &snip)
 		if err != nil {
 			return nil, fmt.Errorf("search snippet: %w", err)
 		}
@@ -224,8 +224,12 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	return hits, nil
 }
 
-// SearchScope implements memory.Searcher: the thread's index sequence.
+// SearchScope implements memory.Searcher: the thread's index sequence, once the indexer
+// has caught up with the thread (a cached result must not hide the caller's last put).
 func (s *SQLite) SearchScope(ctx context.Context, threadID string) (string, error) {
+	if err := s.waitIndexed(ctx, threadID); err != nil {
+		return "", err
+	}
 	var seq int64
 	err := s.r.QueryRowContext(ctx, `SELECT seq FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -250,6 +254,6 @@ func CheckFTS(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	_, err = db.ExecContext(ctx, searchSchema)
+	_, err = db.ExecContext(ctx, `CREATE VIRTUAL TABLE t USING fts5(body, `+searchTokenizer+`)`)
 	return err
 }

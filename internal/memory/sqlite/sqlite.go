@@ -33,11 +33,18 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-const (
-	snapshotEvery = 64       // versions between full-state snapshots
-	snapshotBytes = 4 << 20  // or sooner, when replaying would touch this many document bytes
-	cacheBytes    = 64 << 20 // of encoded JSON; the decoded states take a few times this
+// A snapshot (the whole document) is stored once the patches since the last one add up
+// to the document's size, or after snapshotMaxVersions of them: snapshots then take about
+// as much room as the patches, and rebuilding a version reads at most about twice the
+// document. (Snapshotting by replay cost alone stored a 1 MB document every few versions
+// of a 10,000-fact state: 6x the disk, and patches slowed as the state grew.)
+var (
+	snapshotMaxVersions = 2048     // a var: tests lower it
+	snapshotMinBytes    = 64 << 10 // small documents are not snapshotted more often than this
 )
+
+// cacheBytes bounds the state cache, in encoded JSON; the decoded states take a few times this.
+const cacheBytes = 16 << 20
 
 // SQLite is the SQLite-backed Store. All writes run one batch at a time on one connection
 // (batch.go), so version checks, event ids and mirror order are serialized and concurrent
@@ -67,20 +74,24 @@ type SQLite struct {
 
 	stopRepair func()
 	repairDone chan struct{}
+
+	idx        *indexer // the background search indexer (indexer.go)
+	idxRunning bool
 }
 
 // cached is an immutable snapshot of a thread's latest state; replaced, never mutated
 // (except the lazily computed header and encoding). It holds the decoded document so a
 // patch costs about what it changes; the JSON is encoded only when someone needs it.
 type cached struct {
-	version   int
-	st        *statedoc.State
-	size      int // upper bound of len(JSON), exact when it was encoded at creation
-	sinceSnap int // versions since the last stored snapshot
-	metrics   memory.Metrics
-	header    atomic.Pointer[builtHeader]
-	used      atomic.Int64 // cacheTick at the last use
-	puts      atomic.Int64 // artifacts stored since this entry: a header built before is stale
+	version    int
+	st         *statedoc.State
+	size       int // upper bound of len(JSON), exact when it was encoded at creation
+	sinceSnap  int // versions since the last stored snapshot
+	sinceBytes int // bytes of the patches since the last stored snapshot
+	metrics    memory.Metrics
+	header     atomic.Pointer[builtHeader]
+	used       atomic.Int64 // cacheTick at the last use
+	puts       atomic.Int64 // artifacts stored since this entry: a header built before is stale
 }
 
 // builtHeader is a header and the artifact-put count of its entry when it was built.
@@ -90,11 +101,11 @@ type builtHeader struct {
 }
 
 // newCached wraps a parsed state whose JSON is doc (nil: not encoded yet, size is a bound).
-func newCached(version int, st *statedoc.State, doc []byte, size, sinceSnap int, m memory.Metrics) *cached {
+func newCached(version int, st *statedoc.State, doc []byte, size, sinceSnap, sinceBytes int, m memory.Metrics) *cached {
 	if doc != nil {
 		size = len(doc)
 	}
-	return &cached{version: version, st: st, size: size, sinceSnap: sinceSnap, metrics: m}
+	return &cached{version: version, st: st, size: size, sinceSnap: sinceSnap, sinceBytes: sinceBytes, metrics: m}
 }
 
 // json is the compact document (encoded once per version).
@@ -119,10 +130,16 @@ type Options struct {
 	// "normal" (commits survive a process crash such as kill -9, but the last ones may be
 	// lost if the machine loses power).
 	Sync string
+	// Mirror writes the human-readable copy under $RELAY_HOME/threads (state.json,
+	// events.log, artifacts/) after each commit. Off by default: it doubles the disk used.
+	Mirror bool
 }
 
 // OpenSQLite opens (creating if needed) the store in home ($RELAY_HOME).
 func OpenSQLite(home string, opt Options) (*SQLite, error) {
+	if err := registerFuncs(); err != nil {
+		return nil, fmt.Errorf("open store: register SQL functions: %w", err)
+	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory %s: %w", home, err)
 	}
@@ -174,7 +191,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		now = time.Now
 	}
 	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now,
-		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, relayhome.ThreadsDir)),
+		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, relayhome.ThreadsDir), opt.Mirror), idx: newIndexer(),
 		stmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
 	if err := s.migrate(); err != nil {
@@ -185,6 +202,9 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		s.Close()
 		return nil, err
 	}
+	s.idxRunning = true
+	go s.runIndexer()
+	s.idx.wake() // artifacts a previous run left unindexed
 	rctx, cancel := context.WithCancel(context.Background())
 	s.stopRepair = cancel
 	s.repairDone = make(chan struct{})
@@ -258,6 +278,10 @@ func (s *SQLite) Close() error {
 		s.stopRepair()
 		<-s.repairDone
 	}
+	if s.idxRunning {
+		close(s.idx.quit)
+		<-s.idx.done
+	}
 	s.shutWrites()
 	close(s.ckQuit)
 	<-s.ckDone
@@ -325,7 +349,7 @@ func (s *SQLite) CreateThread(ctx context.Context, p memory.CreateThreadParams) 
 		if _, err = tx.ExecContext(ctx, `INSERT INTO state_versions(thread_id, version, patch, author, created_at, event_id) VALUES (?, 1, '[]', '', ?, ?)`, id, at.String(), ev.ID); err != nil {
 			return nil, err
 		}
-		c := newCached(1, st, nil, len(doc), 0, memory.Metrics{})
+		c := newCached(1, st, nil, len(doc), 0, 0, memory.Metrics{})
 		b.pending[id] = c
 		return func() {
 			s.setCache(id, c)
@@ -475,29 +499,35 @@ func (s *SQLite) load(ctx context.Context, q querier, id string) (*cached, error
 	if err != nil {
 		return nil, fmt.Errorf("read thread %s: %w", id, err)
 	}
-	st, doc, snapV, err := s.rebuild(ctx, q, id, version)
+	st, doc, snapV, patchBytes, err := s.rebuild(ctx, q, id, version)
 	if err != nil {
 		return nil, err
 	}
-	return newCached(version, st, doc, 0, version-snapV, m), nil
+	if doc == nil { // the size bound of later patches starts from the exact size
+		if doc, err = st.JSON(); err != nil {
+			return nil, fmt.Errorf("encode state of thread %s: %w", id, err)
+		}
+	}
+	return newCached(version, st, doc, 0, version-snapV, patchBytes, m), nil
 }
 
 // rebuild reconstructs version v from the nearest snapshot and the patches after it,
-// decoding the snapshot once. doc is its JSON when v is the snapshot itself, else nil.
-func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *statedoc.State, doc []byte, snapV int, err error) {
+// decoding the snapshot once. doc is its JSON when v is the snapshot itself, else nil;
+// patchBytes is the size of the patches replayed.
+func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *statedoc.State, doc []byte, snapV, patchBytes int, err error) {
 	err = q.QueryRowContext(ctx, `SELECT version, doc FROM state_snapshots WHERE thread_id = ? AND version <= ? ORDER BY version DESC LIMIT 1`, id, v).Scan(&snapV, &doc)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
+		return nil, nil, 0, 0, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
 	}
 	if st, err = statedoc.Parse(doc); err != nil {
-		return nil, nil, 0, fmt.Errorf("read state snapshot v%d of thread %s: %w", snapV, id, err)
+		return nil, nil, 0, 0, fmt.Errorf("read state snapshot v%d of thread %s: %w", snapV, id, err)
 	}
 	if snapV == v {
-		return st, doc, snapV, nil
+		return st, doc, snapV, 0, nil
 	}
 	rows, err := q.QueryContext(ctx, `SELECT version, patch, created_at FROM state_versions WHERE thread_id = ? AND version > ? AND version <= ? ORDER BY version`, id, snapV, v)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("read state history of thread %s: %w", id, err)
+		return nil, nil, 0, 0, fmt.Errorf("read state history of thread %s: %w", id, err)
 	}
 	defer rows.Close()
 	next := snapV + 1
@@ -506,23 +536,24 @@ func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *
 		var patch []byte
 		var at string
 		if err := rows.Scan(&ver, &patch, &at); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, 0, err
 		}
 		if ver != next {
-			return nil, nil, 0, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
+			return nil, nil, 0, 0, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
 		}
+		patchBytes += len(patch)
 		if st, err = st.Patch(patch, ver, memory.ParseTime(at).Time); err != nil {
-			return nil, nil, 0, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
+			return nil, nil, 0, 0, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
 		}
 		next++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, 0, err
 	}
 	if next != v+1 {
-		return nil, nil, 0, fmt.Errorf("state history of thread %s ends at v%d, want v%d", id, next-1, v)
+		return nil, nil, 0, 0, fmt.Errorf("state history of thread %s ends at v%d, want v%d", id, next-1, v)
 	}
-	return st, nil, snapV, nil
+	return st, nil, snapV, patchBytes, nil
 }
 
 // State implements Store.
@@ -541,7 +572,7 @@ func (s *SQLite) State(ctx context.Context, id string, version int) (memory.Stat
 	if version < 0 || version > c.version {
 		return memory.State{}, &memory.NotFoundError{What: "version", ID: fmt.Sprintf("%s of thread %s (latest is %s)", memory.StateRef(version), id, memory.StateRef(c.version))}
 	}
-	st, doc, _, err := s.rebuild(ctx, s.r, id, version)
+	st, doc, _, _, err := s.rebuild(ctx, s.r, id, version)
 	if err != nil {
 		return memory.State{}, err
 	}
@@ -657,13 +688,14 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		// Encode only when the size bound cannot prove the cap holds, or for a snapshot.
 		var doc []byte
 		size := sizeBound(cur.size, patch, len(ops))
-		snap := cur.sinceSnap+1 >= snapshotEvery || size < 0 || (cur.sinceSnap+1)*size >= snapshotBytes
+		sinceBytes := cur.sinceBytes + len(compact)
+		snap := cur.sinceSnap+1 >= snapshotMaxVersions || size < 0 || sinceBytes >= max(size, snapshotMinBytes)
 		if snap || size > memory.MaxStateBytes {
 			if doc, err = st.JSON(); err != nil {
 				return nil, patchError(err)
 			}
 			size = len(doc)
-			snap = cur.sinceSnap+1 >= snapshotEvery || (cur.sinceSnap+1)*size >= snapshotBytes
+			snap = cur.sinceSnap+1 >= snapshotMaxVersions || sinceBytes >= max(size, snapshotMinBytes)
 		}
 		if size > memory.MaxStateBytes {
 			return nil, &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
@@ -699,9 +731,9 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		}
 		since := cur.sinceSnap + 1
 		if snap {
-			since = 0
+			since, sinceBytes = 0, 0
 		}
-		c := newCached(v, st, doc, size, since, cur.metrics)
+		c := newCached(v, st, doc, size, since, sinceBytes, cur.metrics)
 		b.pending[id] = c
 		res = memory.PatchResult{ThreadID: id, Version: v, StateRef: memory.StateRef(v), EventID: ev.ID}
 		return func() {
@@ -784,6 +816,7 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 		Hash: hex.EncodeToString(sum[:]), Preview: memory.MakePreview(typ, p.Content),
 		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
 	srcRefs, _ := json.Marshal(refs)
+	enc, stored := encodeContent(p.Content) // before taking the writer: compression runs in parallel
 
 	var out memory.Artifact
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
@@ -806,11 +839,12 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = memory.NewRef(at.Time), at, at
 		data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
 		_, err := s.exec(ctx, tx, sqlInsertArtifact,
-			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String())
+			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String(),
+			ftsRowidFor(a.Provenance.Capability))
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO artifact_content(ref, content) VALUES (?, ?)`, a.Ref, p.Content); err != nil {
+		if _, err := s.exec(ctx, tx, sqlInsertContent, a.Ref, stored, enc); err != nil {
 			return nil, err
 		}
 		if _, err := s.exec(ctx, tx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
@@ -818,9 +852,6 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 		}
 		ev, err := s.insertEvent(ctx, tx, id, memory.EventArtifactStored, at, data)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.index(ctx, tx, a, p.Content); err != nil {
 			return nil, err
 		}
 		out = a
@@ -833,6 +864,9 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 			s.mirror.artifact(a, p.Content)
 			s.mirror.event(ev)
 			s.broker.Notify(id)
+			if a.Provenance.Capability != memory.SearchCapability {
+				s.idx.wake()
+			}
 		}, nil
 	})
 	if err != nil {
@@ -902,7 +936,11 @@ func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (memory.Ar
 		return a, nil, err
 	}
 	var b []byte
-	if err := s.r.QueryRowContext(ctx, `SELECT content FROM artifact_content WHERE ref = ?`, ref).Scan(&b); err != nil {
+	var enc int
+	if err := s.r.QueryRowContext(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, ref).Scan(&b, &enc); err != nil {
+		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+	}
+	if b, err = decodeContent(enc, b); err != nil {
 		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
 	}
 	return a, b, nil
@@ -1064,7 +1102,7 @@ func (s *SQLite) AddMetrics(ctx context.Context, id string, m memory.Metrics) er
 			return nil, nil // not cached: the next load reads the new counters
 		}
 		// A new entry (not a mutation): the old one's cached header has the old metrics.
-		c := &cached{version: base.version, st: base.st, size: base.size, sinceSnap: base.sinceSnap, metrics: cur}
+		c := &cached{version: base.version, st: base.st, size: base.size, sinceSnap: base.sinceSnap, sinceBytes: base.sinceBytes, metrics: cur}
 		b.pending[id] = c
 		return func() { s.setCache(id, c) }, nil
 	})
