@@ -131,6 +131,9 @@ func mcpServer(f *Factory, command string) (hosts.Server, error) {
 			exe = real
 		}
 		command = exe
+		if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+			fmt.Fprintf(f.IO.ErrOut, "Warning: %s is a temporary build (go run); hosts would lose it. Install relay (make install) or pass --command.\n", exe)
+		}
 	}
 	srv := hosts.Server{Command: command, Args: []string{"mcp"}}
 	for _, k := range []string{"RELAY_HOME", "RELAY_URL"} {
