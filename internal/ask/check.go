@@ -13,7 +13,7 @@ import (
 	"github.com/relaydev/relay/internal/run"
 )
 
-// BackendStatus is one line of `relay backends` (the seed's check_backends,
+// BackendStatus is one line of `relay backends` (installed or not,
 // plus where the friend is and which version).
 type BackendStatus struct {
 	Name        string   `json:"name"`

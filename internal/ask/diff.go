@@ -9,7 +9,7 @@ import (
 	"github.com/relaydev/relay/internal/run"
 )
 
-// collectDiff runs git only when asked: --include-diff gives the seed's
+// collectDiff runs git only when asked: --include-diff gives the
 // unstaged `git diff`; --diff-base REF gives REF...HEAD plus everything not
 // yet committed (staged and unstaged), for a review of a whole branch.
 func (a *Asker) collectDiff(ctx context.Context, repo string, req Request) (string, error) {

@@ -116,7 +116,7 @@ type Version struct {
 	Patch     json.RawMessage `json:"patch"`
 }
 
-// Artifact types (seed 004).
+// Artifact types.
 const (
 	TypeMarkdown   = "markdown"
 	TypeJSON       = "json"

@@ -25,7 +25,7 @@ const (
 // prompts take the stdin path. codex and claude read stdin to EOF and always get it there.
 const ArgvPromptMax = 100_000
 
-// AllSandboxes is every mode, sorted as the seed's error message lists them.
+// AllSandboxes is every mode, sorted as the unknown-sandbox error lists them.
 var AllSandboxes = []string{DangerFullAccess, ReadOnly, WorkspaceWrite}
 
 // Request is one question to one friend. Prompt is the finished envelope.

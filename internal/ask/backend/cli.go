@@ -105,7 +105,7 @@ type cliSpec interface {
 	parse(inv Invocation, out Output) (Result, error)
 	// detail extracts the CLI's own error text from a failed run ("" if none).
 	detail(inv Invocation, out Output) string
-	// emptyMessage is the seed's message for a run with no answer.
+	// emptyMessage is the backend's message for a run with no answer.
 	emptyMessage() string
 }
 
@@ -209,7 +209,7 @@ func (b *cliBackend) failure(inv Invocation, out Output) *Error {
 	return e
 }
 
-// defaultDetail is the seed's rule: stderr, else stdout, both stripped.
+// defaultDetail is why a run failed: stderr, else stdout, both stripped.
 func defaultDetail(out Output) string {
 	if s := strings.TrimSpace(string(out.Stderr)); s != "" {
 		return s

@@ -1,6 +1,6 @@
 package server
 
-// Routes of issue 7: capabilities, the A2A envelope, reports, stats, export/import.
+// Routes of the capability layer: capabilities, the A2A envelope, reports, stats, export/import.
 
 import (
 	"bytes"
