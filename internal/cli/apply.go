@@ -19,6 +19,7 @@ import (
 	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/run"
 )
 
@@ -30,10 +31,15 @@ type ApplyOptions struct {
 	Yes    bool
 	DryRun bool
 	JSON   bool
+	// AllowConfigChange lets -y or automatic approval cover an answer that
+	// changes a config file (it names the commands relay runs).
+	AllowConfigChange bool
+	// Home returns $RELAY_HOME, where the record key lives.
+	Home func() (string, error)
 }
 
 func newCmdApply(f *Factory) *cobra.Command {
-	opts := &ApplyOptions{IO: f.IO, Config: f.ProjectConfig}
+	opts := &ApplyOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
 	cmd := &cobra.Command{
 		Use:     "apply <file|->",
 		Aliases: []string{"a"},
@@ -47,7 +53,12 @@ anything else is rolled back byte for byte.
 Approval: -y approves; approvalMode "auto" approves when the patch adds at
 most approvalOnErrorCount new linter errors (final count minus the baseline);
 otherwise relay asks on the terminal, and rolls back when there is no
-terminal to ask on.
+terminal to ask on. An answer that changes relaycode.config.json or
+relay.config.json (they name the commands relay runs) is never approved by -y
+or automatically: relay asks on the terminal, and without one refuses unless
+--allow-config-change is given.
+
+Input is limited to 64 MiB.
 
 A uuid that was committed is skipped; a response whose transaction was rolled
 back can be applied again. A crash never leaves the project half-changed: the
@@ -64,7 +75,50 @@ next relay command in the project restores it from the pending record.`,
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the changes without asking")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change and touch nothing")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result (or the --dry-run plan) as JSON")
+	cmd.Flags().BoolVar(&opts.AllowConfigChange, "allow-config-change", false, "let -y or automatic approval cover changes to relaycode.config.json (read the change first)")
 	return cmd
+}
+
+// maxResponseBytes bounds what relay apply reads: far above any answer an
+// LLM writes, far below what would exhaust memory.
+const maxResponseBytes = 64 << 20
+
+// readResponse reads the answer from a file or stdin ("-") under the size
+// limit, checking a file's size before reading it, and gives up when ctx is
+// cancelled (Ctrl-C while a FIFO has no writer or stdin is slow).
+func readResponse(ctx context.Context, in io.Reader, file string) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r io.Reader = in
+		if file != "-" {
+			f, err := os.Open(file) // a FIFO blocks here until a writer opens it
+			if err != nil {
+				ch <- result{err: err}
+				return
+			}
+			defer f.Close()
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > maxResponseBytes {
+				ch <- result{err: fmt.Errorf("%s is %d bytes, over the %d MiB limit for a response", file, fi.Size(), maxResponseBytes>>20)}
+				return
+			}
+			r = f
+		}
+		data, err := io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
+		if err == nil && len(data) > maxResponseBytes {
+			err = fmt.Errorf("%s is over the %d MiB limit for a response", displayName(file), maxResponseBytes>>20)
+		}
+		ch <- result{data, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.data, res.err
+	case <-ctx.Done():
+		return nil, ExitCode(exitInterrupt, fmt.Errorf("interrupted while reading the response from %s", displayName(file)))
+	}
 }
 
 func applyRun(ctx context.Context, opts *ApplyOptions) error {
@@ -72,11 +126,10 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	var data []byte
-	if opts.File == "-" {
-		data, err = io.ReadAll(opts.IO.In)
-	} else {
-		data, err = os.ReadFile(opts.File)
+	data, err := readResponse(ctx, opts.IO.In, opts.File)
+	var code *exitCodeError
+	if errors.As(err, &code) {
+		return err
 	}
 	if err != nil {
 		return WithHint(fmt.Errorf("read the response: %w", err),
@@ -92,8 +145,11 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 			"relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)")
 	}
 	printIgnored(opts.IO.ErrOut, resp)
-	eng := newEngine(opts.IO, cfg, opts.Yes)
-	req := txn.Request{Response: resp, Yes: opts.Yes}
+	eng, err := newEngine(opts.IO, cfg, opts.Home)
+	if err != nil {
+		return err
+	}
+	req := txn.Request{Response: resp, Yes: opts.Yes, AllowConfigChange: opts.AllowConfigChange}
 	if opts.DryRun {
 		eng.Logf = nil
 		plan, err := eng.DryRun(req)
@@ -139,14 +195,28 @@ func txnOptions(cfg *config.Config) txn.Options {
 }
 
 // newEngine builds a transaction engine for the project: progress on
-// stderr, approval asked on the terminal when there is one.
-func newEngine(ios *iostreams.IOStreams, cfg *config.Config, yes bool) *txn.Engine {
-	eng := &txn.Engine{
-		Dir:  cfg.Dir,
-		Opts: txnOptions(cfg),
-		Logf: func(format string, args ...any) { fmt.Fprintf(ios.ErrOut, format+"\n", args...) },
+// stderr, approval asked on the terminal when there is one (even with -y:
+// a config change still needs a person), records sealed with the key in
+// $RELAY_HOME.
+func newEngine(ios *iostreams.IOStreams, cfg *config.Config, home func() (string, error)) (*txn.Engine, error) {
+	if home == nil {
+		home = relayhome.Dir
 	}
-	if !yes && ios.IsStdinTTY() {
+	dir, err := home()
+	if err != nil {
+		return nil, err
+	}
+	key, err := txn.LoadRecordKey(dir)
+	if err != nil {
+		return nil, WithHint(fmt.Errorf("load the record key: %w", err), "relay doctor")
+	}
+	eng := &txn.Engine{
+		Dir:       cfg.Dir,
+		Opts:      txnOptions(cfg),
+		Logf:      func(format string, args ...any) { fmt.Fprintf(ios.ErrOut, format+"\n", args...) },
+		RecordKey: key,
+	}
+	if ios.IsStdinTTY() {
 		notifications := cfg.Core.EnableNotifications
 		eng.Ask = func(ctx context.Context, reason string) (bool, error) {
 			if notifications {
@@ -155,7 +225,7 @@ func newEngine(ios *iostreams.IOStreams, cfg *config.Config, yes bool) *txn.Engi
 			return askYesNo(ctx, ios, "Changes applied. Do you want to approve and commit them? (y/N) ")
 		}
 	}
-	return eng
+	return eng, nil
 }
 
 var (
@@ -211,9 +281,21 @@ func notify(title, body string) {
 
 // recoverProject rolls back transactions a crashed relay left pending in
 // the project, and says so. The root command runs it before every command.
-func recoverProject(ios *iostreams.IOStreams, dir string) error {
-	recs, err := txn.Recover(dir)
+func recoverProject(ios *iostreams.IOStreams, home func() (string, error), dir string) error {
+	var key []byte
+	if home == nil {
+		home = relayhome.Dir
+	}
+	if h, err := home(); err == nil {
+		key, _ = txn.ReadRecordKey(h) // no key: no record here can be this machine's
+	}
+	recs, err := txn.Recover(dir, key)
 	for _, r := range recs {
+		if r.Refused != "" {
+			fmt.Fprintf(ios.ErrOut, "Warning: left %s alone: %s.\n", r.Record, r.Refused)
+			fmt.Fprintf(ios.ErrOut, "Try: move it out of the project if you do not need it (mv %s /tmp/), or see relay doctor\n", shellQuote(r.Record))
+			continue
+		}
 		if r.Committed {
 			fmt.Fprintf(ios.ErrOut, "Cleaned up after an interrupted commit of transaction %s (it is committed).\n", r.UUID)
 			continue
@@ -227,10 +309,23 @@ func recoverProject(ios *iostreams.IOStreams, dir string) error {
 			fmt.Fprintf(ios.ErrOut, "The files as they were before this recovery are kept in %s.\n", r.SavedTo)
 		}
 	}
+	var rerr *txn.RecordError
+	if errors.As(err, &rerr) {
+		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err),
+			fmt.Sprintf("restore its files by hand from the snapshot in it if needed, then move it aside: mv %s %s.bad   (relay doctor explains each record)", shellQuote(rerr.Record), shellQuote(rerr.Record)))
+	}
 	if err != nil {
-		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err), "relay doctor")
+		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err), "fix the cause, then run the command again; relay doctor lists the pending records")
 	}
 	return nil
+}
+
+// shellQuote quotes a path for a command line the user may copy.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // recoverWorkDir recovers the project governing the working directory, if
@@ -244,7 +339,7 @@ func recoverWorkDir(f *Factory) error {
 	if err != nil {
 		return nil // not in a project: nothing to recover
 	}
-	return recoverProject(f.IO, filepath.Dir(file))
+	return recoverProject(f.IO, f.Home, filepath.Dir(file))
 }
 
 // txnError turns a transaction error into a message with the next step.
@@ -275,6 +370,11 @@ func txnError(err error, file string) error {
 		switch {
 		case fail.Step == txn.StepInterrupted:
 			return ExitCode(exitInterrupt, err)
+		case errors.As(err, &need) && need.ConfigChange:
+			if file == "" {
+				return WithHint(err, "save the answer to a file, read the config change, then relay apply FILE --allow-config-change")
+			}
+			return WithHint(err, "read the config change (relay apply --dry-run "+file+"), then "+again+" --allow-config-change")
 		case errors.As(err, &need):
 			if file == "" {
 				return WithHint(err, "relay watch -y, or run relay watch in a terminal")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
 )
@@ -87,14 +88,19 @@ func TestRecoverWorkDirFromSubdirectory(t *testing.T) {
 	}
 	// An orphaned pending record: a.txt was created by a transaction that crashed.
 	pending := "uuid: 9a8b7c6d-0000-4000-8000-00000000000f\nprojectId: demo\nsnapshot:\n  a.txt: null\napproved: false\n"
-	if err := os.WriteFile(filepath.Join(dir, ".relaycode", "9a8b7c6d-0000-4000-8000-00000000000f.pending.yml"), []byte(pending), 0o644); err != nil {
+	home := t.TempDir()
+	key, err := txn.LoadRecordKey(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".relaycode", "9a8b7c6d-0000-4000-8000-00000000000f.pending.yml"), txn.SealRecord(key, []byte(pending)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("half-applied"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ios, _, _, errOut := iostreams.Test()
-	f := &Factory{IO: ios, WorkDir: func() (string, error) { return sub, nil }}
+	f := &Factory{IO: ios, WorkDir: func() (string, error) { return sub, nil }, Home: func() (string, error) { return home, nil }}
 	if err := recoverWorkDir(f); err != nil {
 		t.Fatal(err)
 	}

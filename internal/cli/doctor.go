@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/run"
 )
@@ -122,6 +123,7 @@ func coreDoctorChecks() []doctorCheck {
 	return []doctorCheck{
 		{Name: "config", Run: checkConfig},
 		{Name: "state dir", Run: checkStateDir},
+		{Name: "pending records", Run: checkPendingRecords},
 		{Name: "git", Run: checkGit},
 		{Name: "relay home", Run: checkHome},
 	}
@@ -158,6 +160,41 @@ func checkStateDir(ctx context.Context, f *Factory) checkResult {
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "relay init (creates it), or fix its permissions"}
 	}
 	return checkResult{Status: statusOK, Detail: state + " is writable"}
+}
+
+// checkPendingRecords explains each pending transaction record without
+// acting on it: doctor never runs recovery, so it works when a record is bad.
+func checkPendingRecords(ctx context.Context, f *Factory) checkResult {
+	dir, err := f.WorkDir()
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error()}
+	}
+	cfg, _, err := config.Load(dir)
+	if err != nil {
+		return checkResult{Status: statusWarn, Detail: "skipped: no valid project config", Hint: "relay init"}
+	}
+	var key []byte
+	if home, err := f.Home(); err == nil {
+		key, _ = txn.ReadRecordKey(home)
+	}
+	recs := txn.PendingRecords(cfg.Dir, key)
+	if len(recs) == 0 {
+		return checkResult{Status: statusOK, Detail: "none (no interrupted transaction)"}
+	}
+	var bad []string
+	var hints []string
+	for _, r := range recs {
+		if r.Refused == "" {
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("%s: %s", r.Record, r.Refused))
+		hints = append(hints, "mv "+shellQuote(r.Record)+" "+shellQuote(r.Record)+".bad")
+	}
+	if len(bad) == 0 {
+		return checkResult{Status: statusOK, Detail: fmt.Sprintf("%d interrupted transaction(s); the next relay command in the project rolls them back", len(recs))}
+	}
+	return checkResult{Status: statusFail, Detail: strings.Join(bad, "; "),
+		Hint: "relay will not act on these records; restore files from them by hand if they are yours, then move them aside: " + strings.Join(hints, "; ")}
 }
 
 func checkGit(ctx context.Context, f *Factory) checkResult {

@@ -21,10 +21,15 @@ type RevertOptions struct {
 	Yes    bool
 	Force  bool
 	JSON   bool
+	// AllowConfigChange lets the revert change a config file without a
+	// person approving it on the terminal.
+	AllowConfigChange bool
+	// Home returns $RELAY_HOME, where the record key lives.
+	Home func() (string, error)
 }
 
 func newCmdRevert(f *Factory) *cobra.Command {
-	opts := &RevertOptions{IO: f.IO, Config: f.ProjectConfig}
+	opts := &RevertOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
 	cmd := &cobra.Command{
 		Use:     "revert [uuid|index]",
 		Aliases: []string{"u"},
@@ -49,6 +54,7 @@ transaction, unless --force.`,
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "revert without asking")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "revert even if the files changed since (those later edits are lost)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the new transaction as JSON")
+	cmd.Flags().BoolVar(&opts.AllowConfigChange, "allow-config-change", false, "let -y cover a revert that changes relaycode.config.json")
 	return cmd
 }
 
@@ -104,7 +110,16 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 	}
 	req.Yes = true // the user confirmed the revert itself
 	fmt.Fprintf(opts.IO.ErrOut, "Creating new transaction %s to perform the revert.\n", req.Response.Control.UUID)
-	res, err := newEngine(opts.IO, cfg, true).Run(ctx, req)
+	req.AllowConfigChange = opts.AllowConfigChange
+	eng, err := newEngine(opts.IO, cfg, opts.Home)
+	if err != nil {
+		return err
+	}
+	res, err := eng.Run(ctx, req)
+	var need *txn.NeedsApprovalError
+	if errors.As(err, &need) && need.ConfigChange {
+		return WithHint(err, "relay revert "+st.UUID+" -y --allow-config-change   (after reading the config change it brings back)")
+	}
 	if err != nil {
 		return txnError(err, "")
 	}

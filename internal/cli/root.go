@@ -76,7 +76,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		// Seed 002 §8: a transaction a crashed relay left pending is rolled back
 		// the next time any relay command runs in the project, before anything else.
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Name() == "completion" || cmd.HasParent() && cmd.Parent().Name() == "completion" || cmd.Name() == cobra.ShellCompRequestCmd {
+			if noRecovery(cmd) {
 				return nil
 			}
 			return recoverWorkDir(f)
@@ -119,6 +119,17 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.SetHelpCommand(newHelpCmd(root))
 	wrapArgsAsUsage(root)
 	return root
+}
+
+// noRecovery reports whether cmd must run without crash recovery: shell
+// completion, and the commands a user needs when a record is in the way
+// (version, help, doctor, which explains the records instead).
+func noRecovery(cmd *cobra.Command) bool {
+	switch cmd.Name() {
+	case "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd, "version", "help", "doctor":
+		return true
+	}
+	return cmd.HasParent() && cmd.Parent().Name() == "completion"
 }
 
 // commandGroups sorts `relay --help` by the three jobs; commands not listed

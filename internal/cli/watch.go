@@ -28,10 +28,12 @@ type WatchOptions struct {
 	NoPrompt bool
 	// Env is the clipboard detection environment (replaced in tests).
 	Env func() clipboard.Env
+	// Home returns $RELAY_HOME, where the record key lives.
+	Home func() (string, error)
 }
 
 func newCmdWatch(f *Factory) *cobra.Command {
-	opts := &WatchOptions{IO: f.IO, Config: f.ProjectConfig, Env: clipboard.System}
+	opts := &WatchOptions{IO: f.IO, Config: f.ProjectConfig, Env: clipboard.System, Home: f.Home}
 	cmd := &cobra.Command{
 		Use:     "watch",
 		Aliases: []string{"w"},
@@ -153,13 +155,18 @@ func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, te
 		fmt.Fprintf(ios.ErrOut, "Ignoring a response for project '%s' (this is '%s').\n", resp.Control.ProjectID, cfg.ProjectID)
 		return
 	}
-	if err := recoverProject(ios, cfg.Dir); err != nil {
+	if err := recoverProject(ios, opts.Home, cfg.Dir); err != nil {
 		printError(ios.ErrOut, err)
 		return
 	}
 	fmt.Fprintf(ios.ErrOut, "New response detected for project '%s'.\n", cfg.ProjectID)
 	printIgnored(ios.ErrOut, resp)
-	res, err := newEngine(ios, cfg, opts.Yes).Run(ctx, txn.Request{Response: resp, Yes: opts.Yes})
+	eng, err := newEngine(ios, cfg, opts.Home)
+	if err != nil {
+		printError(ios.ErrOut, err)
+		return
+	}
+	res, err := eng.Run(ctx, txn.Request{Response: resp, Yes: opts.Yes})
 	if err != nil {
 		printError(ios.ErrOut, txnError(err, ""))
 	} else if err := printCommitted(ios, res, false); err != nil {

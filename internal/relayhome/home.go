@@ -6,6 +6,7 @@
 //	daemon.pid    the daemon's pid; daemon.lock its exclusive lock; daemon.log its log
 //	relay.db      the embedded SQLite memory store; threads/ its human-readable mirror
 //	ask/          relay ask's --session labels
+//	record.key    seals the transaction records relay writes in projects (0600)
 //
 // Clients import this package, not the server, to find a daemon.
 package relayhome
@@ -58,6 +59,8 @@ const (
 	DBFile     = "relay.db"
 	ThreadsDir = "threads"
 	AskDir     = "ask"
+	// RecordKeyFile seals .relaycode/ records (internal/apply/txn).
+	RecordKeyFile = "record.key"
 )
 
 // Dir returns $RELAY_HOME, or ~/.relay when it is unset.

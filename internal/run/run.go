@@ -49,6 +49,13 @@ type Cmd struct {
 	// captured for error messages.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Started, when set on a Shell command, receives the command's process
+	// group before the script runs; the script starts only after Started
+	// returns nil, so a group is never running unrecorded.
+	Started func(Group) error
+
+	script string
+	extra  []*os.File
 }
 
 // Command prepares name with args under ctx: cancelling ctx kills the
@@ -62,6 +69,7 @@ func Command(ctx context.Context, name string, args ...string) *Cmd {
 func Shell(ctx context.Context, dir, script string) *Cmd {
 	c := Command(ctx, "sh", "-c", script)
 	c.Dir = dir
+	c.script = script
 	return c
 }
 
@@ -149,7 +157,27 @@ func (c *Cmd) run(tail *tailBuffer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
+	args := c.Args
+	var gate *os.File
+	if c.Started != nil {
+		if c.script == "" {
+			return errors.New("run: Started is only supported for Shell commands")
+		}
+		// The shell waits on fd 3 until relay has recorded its group; if relay
+		// dies first it reads EOF and runs nothing.
+		args = []string{"-c", `read -r relay_gate <&3 || exit 125; exec 3<&-; exec sh -c "$1"`, "relay-hook", c.script}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("run %s: %w", c.Name, err)
+		}
+		defer r.Close()
+		defer w.Close()
+		gate = w
+		defer func() { gate = nil }()
+		c.extra = []*os.File{r}
+	}
+	cmd := exec.CommandContext(ctx, c.Name, args...)
+	cmd.ExtraFiles = c.extra
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
 	cmd.Stdin = c.Stdin // nil: os/exec opens the null device
@@ -162,7 +190,28 @@ func (c *Cmd) run(tail *tailBuffer) error {
 	setProcessGroup(cmd)
 
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil && gate != nil {
+		c.extra[0].Close()
+		g, ierr := identify(cmd.Process.Pid)
+		if ierr == nil {
+			ierr = c.Started(g)
+		}
+		if ierr != nil {
+			gate.Close()
+			killGroup(cmd)
+			_ = cmd.Wait()
+			return fmt.Errorf("run %s: record its process group: %w", c.Name, ierr)
+		}
+		_, werr := gate.Write([]byte("go\n"))
+		gate.Close()
+		if werr != nil {
+			killGroup(cmd)
+		}
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if ctx.Err() != nil {
 		killGroup(cmd) // a cancelled command leaves nothing behind in its group
 	}

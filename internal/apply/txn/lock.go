@@ -32,8 +32,12 @@ func tryLock(projectDir string) (*lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", StateDir, err)
 	}
+	if err := checkStateDir(projectDir); err != nil {
+		return nil, err
+	}
 	name := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	// Never through a link: a cloned relay.lock -> ~/.bashrc would be truncated.
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|openNoFollow, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}

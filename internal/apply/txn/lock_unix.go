@@ -10,6 +10,8 @@ import (
 
 var errLocked = errors.New("locked")
 
+const openNoFollow = syscall.O_NOFOLLOW
+
 func flock(f *os.File) error {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {

@@ -3,8 +3,11 @@ package txn
 import (
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/relaydev/relay/internal/apply/patch"
+	"github.com/relaydev/relay/internal/config"
 )
 
 // plan is a response applied in memory: the original and final state of
@@ -19,6 +22,8 @@ type plan struct {
 	renamedFrom map[string]string // final path -> original path, for stats
 	written     []string
 	pendingYAML []byte
+	// resolved is each touched path with symlinks resolved, when different.
+	resolved map[string]string
 }
 
 // PlanStep is one operation as it would be applied (relay apply --dry-run).
@@ -62,7 +67,7 @@ func opError(format string, args ...any) error {
 }
 
 func (e *Engine) plan(proj *project, req Request) (*plan, error) {
-	pl := &plan{orig: map[string]vfile{}, final: map[string]vfile{}, renamedFrom: map[string]string{}}
+	pl := &plan{orig: map[string]vfile{}, final: map[string]vfile{}, renamedFrom: map[string]string{}, resolved: map[string]string{}}
 	dirSeen := map[string]bool{}
 	touch := func(raw string) (string, error) {
 		name, err := CleanPath(raw)
@@ -71,6 +76,13 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 		}
 		if _, ok := pl.orig[name]; ok {
 			return name, nil
+		}
+		real, err := proj.check(name)
+		if err != nil {
+			return "", err
+		}
+		if real != name {
+			pl.resolved[name] = real
 		}
 		f, err := proj.read(name)
 		if err != nil {
@@ -173,6 +185,11 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 			if from == to {
 				continue
 			}
+			if pl.final[to].exists {
+				// A rename that replaces a file loses it without a word; the
+				// answer must say so by deleting the target first.
+				return nil, opError("operation %d renames %s onto %s, which exists; relay does not replace a file by renaming onto it (delete %s earlier in the same answer to replace it)", i+1, from, to, to)
+			}
 			src.modeSet = true
 			pl.final[to] = src
 			pl.final[from] = vfile{}
@@ -216,6 +233,32 @@ func (pl *plan) materialize(proj *project) error {
 		pl.written = append(pl.written, name)
 	}
 	return nil
+}
+
+// configChanges lists the touched paths that are config files (any
+// directory: relay run there reads it), whose content or existence changes.
+func (pl *plan) configChanges() []string {
+	var out []string
+	for _, name := range pl.order {
+		o, f := pl.orig[name], pl.final[name]
+		if o.exists == f.exists && o.content == f.content {
+			continue
+		}
+		if isConfigFile(name) || isConfigFile(pl.resolved[name]) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func isConfigFile(name string) bool {
+	base := path.Base(name)
+	for _, c := range config.FileNames {
+		if strings.EqualFold(base, c) {
+			return true
+		}
+	}
+	return false
 }
 
 func (pl *plan) syncWritten(proj *project) error {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ type vfile struct {
 // response can reach outside it, through ".." or a symlink.
 type project struct {
 	dir  string
+	real string // dir with symlinks resolved, to place absolute link targets
 	root *os.Root
 }
 
@@ -33,7 +35,17 @@ func openProject(dir string) (*project, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open project directory: %w", err)
 	}
-	return &project{dir: dir, root: r}, nil
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open project directory: %w", err)
+	}
+	abs, err := filepath.Abs(real)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return &project{dir: dir, real: abs, root: r}, nil
 }
 
 func (p *project) close() { _ = p.root.Close() }
@@ -74,6 +86,92 @@ func (p *project) pathErr(name string, err error) error {
 	return err
 }
 
+// maxLinks bounds symlink resolution, like the kernel's ELOOP limit.
+const maxLinks = 40
+
+// resolve follows every symlink in name (a clean project path) inside the
+// project and returns the real project path it names ("" for the root).
+// A link to an absolute path inside the project is followed; one leading
+// outside the project is refused.
+func (p *project) resolve(name string) (string, error) {
+	todo := strings.Split(name, "/")
+	var done []string
+	links := 0
+	missing := false
+	for len(todo) > 0 {
+		el := todo[0]
+		todo = todo[1:]
+		switch el {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", &PathError{name, "a symbolic link in it leads outside the project"}
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		cur := path.Join(append(slices.Clone(done), el)...)
+		if missing {
+			done = append(done, el)
+			continue
+		}
+		fi, err := p.root.Lstat(cur)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				missing = true // nothing below a missing path can be a link yet
+				done = append(done, el)
+				continue
+			}
+			return "", p.pathErr(name, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, el)
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", &PathError{name, "too many levels of symbolic links"}
+		}
+		target, err := p.root.Readlink(cur)
+		if err != nil {
+			return "", p.pathErr(name, err)
+		}
+		if filepath.IsAbs(target) {
+			rel, err := filepath.Rel(p.real, filepath.Clean(target))
+			if err != nil || !filepath.IsLocal(rel) && rel != "." {
+				return "", &PathError{name, fmt.Sprintf("the symbolic link %s leads outside the project (to %s)", cur, target)}
+			}
+			done, target = nil, filepath.ToSlash(rel)
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return path.Join(done...), nil
+}
+
+// check resolves name and refuses it when its real target is the project
+// root, inside .git/ or .relaycode/, or outside the project: the lexical
+// check of an answer path cannot see a checked-in link like g -> .git.
+func (p *project) check(name string) (string, error) {
+	real, err := p.resolve(name)
+	if err != nil {
+		return "", err
+	}
+	if real == name {
+		return real, nil
+	}
+	if real == "" {
+		return "", &PathError{name, "a symbolic link in it leads to the project root itself"}
+	}
+	if _, err := CleanPath(real); err != nil {
+		var pe *PathError
+		if errors.As(err, &pe) {
+			return "", &PathError{name, fmt.Sprintf("a symbolic link in it leads to %s: %s", real, pe.Reason)}
+		}
+		return "", err
+	}
+	return real, nil
+}
+
 // missingDirs lists the ancestors of name that are not directories now,
 // outermost first.
 func (p *project) missingDirs(name string) []string {
@@ -87,12 +185,23 @@ func (p *project) missingDirs(name string) []string {
 	return out
 }
 
-// write puts f at name, creating parent directories.
+// write puts f at name, creating parent directories. A file with more than
+// one hard link is replaced by a new file (rename) rather than rewritten: the
+// other link may be a file outside the project.
 func (p *project) write(name string, f vfile) error {
+	if _, err := p.check(name); err != nil {
+		return err
+	}
 	if dir := path.Dir(name); dir != "." {
 		if err := p.root.MkdirAll(dir, 0o755); err != nil {
 			return p.pathErr(name, fmt.Errorf("create directory %s: %w", dir, err))
 		}
+	}
+	if fi, err := p.root.Lstat(name); err == nil && fi.Mode().IsRegular() && linkCount(fi) > 1 {
+		if !f.modeSet {
+			f.mode, f.modeSet = fi.Mode().Perm(), true
+		}
+		return p.replace(name, f)
 	}
 	fh, err := p.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -113,7 +222,42 @@ func (p *project) write(name string, f vfile) error {
 	return nil
 }
 
+// replace writes f to a new file beside name and renames it over name.
+func (p *project) replace(name string, f vfile) error {
+	var tmp string
+	var fh *os.File
+	for i := 0; ; i++ {
+		tmp = path.Join(path.Dir(name), fmt.Sprintf(".%s.relay-tmp-%d-%d", path.Base(name), os.Getpid(), i))
+		var err error
+		fh, err = p.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || i > 100 {
+			return p.pathErr(name, err)
+		}
+	}
+	_, err := fh.WriteString(f.content)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = p.root.Chmod(tmp, f.mode)
+	}
+	if err == nil {
+		err = p.root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = p.root.Remove(tmp)
+		return p.pathErr(name, err)
+	}
+	return nil
+}
+
 func (p *project) remove(name string) error {
+	if _, err := p.check(name); err != nil {
+		return err
+	}
 	err := p.root.Remove(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -200,6 +344,9 @@ func (p *project) pruneDirs(dirs []string) {
 	for _, d := range dirs {
 		if _, err := CleanPath(d); err != nil {
 			continue
+		}
+		if real, err := p.check(d); err != nil || real != d {
+			continue // through a link: not a directory the transaction created
 		}
 		if fi, err := p.root.Lstat(d); err == nil && fi.IsDir() {
 			_ = p.root.Remove(d) // fails when not empty: then it holds someone's files, keep it

@@ -11,8 +11,15 @@ import (
 
 // ShellRunner runs script with sh -c in dir through relay's subprocess seam.
 func ShellRunner(ctx context.Context, dir, script string) (CommandResult, error) {
+	return shellRun(ctx, dir, script, nil)
+}
+
+// shellRun is ShellRunner with started (may be nil) receiving the command's
+// process group before the script runs.
+func shellRun(ctx context.Context, dir, script string, started func(run.Group) error) (CommandResult, error) {
 	var out, errOut bytes.Buffer
 	c := run.Shell(ctx, dir, script)
+	c.Started = started
 	c.Stdout, c.Stderr = &out, &errOut
 	err := c.Run()
 	res := CommandResult{Stdout: out.String(), Stderr: errOut.String()}

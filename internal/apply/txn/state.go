@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,8 +132,12 @@ func (s *State) marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// maxRecordBytes bounds a record read from .relaycode/: it holds whole-file
+// snapshots, but a clone could ship a record as large as the disk.
+const maxRecordBytes = 1 << 30
+
 func readState(name string) (*State, error) {
-	b, err := os.ReadFile(name)
+	b, err := readRecordFile(name)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +145,47 @@ func readState(name string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
+	if err := s.validate(recordID(name)); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
 	return s, nil
+}
+
+// recordID is the uuid a record's file name carries.
+func recordID(name string) string {
+	base := filepath.Base(name)
+	if id, ok := strings.CutSuffix(base, pendingSuffix); ok {
+		return id
+	}
+	return strings.TrimSuffix(base, committedSuffix)
+}
+
+// readRecordFile reads a record that must be a regular file (not a symlink
+// to something else on the machine) of bounded size.
+func readRecordFile(name string) ([]byte, error) {
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (relay writes its records as plain files)", name)
+	}
+	if fi.Size() > maxRecordBytes {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for a record", name, fi.Size(), maxRecordBytes)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxRecordBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxRecordBytes {
+		return nil, fmt.Errorf("%s is over the %d-byte limit for a record", name, maxRecordBytes)
+	}
+	return b, nil
 }
 
 func unmarshalState(b []byte) (*State, error) {
@@ -154,12 +199,94 @@ func unmarshalState(b []byte) (*State, error) {
 	return &s, nil
 }
 
+// validate checks a record read from disk as strictly as an LLM answer: its
+// uuid is the one in its file name, every path passes the answer path rules,
+// and modes are plain permission bits.
+func (s *State) validate(fileID string) error {
+	if err := validUUID(s.UUID); err != nil {
+		return fmt.Errorf("its uuid field: %w", err)
+	}
+	if !strings.EqualFold(s.UUID, fileID) {
+		return fmt.Errorf("its uuid field %q is not the uuid in its file name %q", s.UUID, fileID)
+	}
+	if s.RevertOf != "" && validUUID(s.RevertOf) != nil {
+		return fmt.Errorf("its revertOf field %q is not a uuid", s.RevertOf)
+	}
+	checkPath := func(field, p string) error {
+		clean, err := CleanPath(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+		if clean != p {
+			return fmt.Errorf("%s: path %q is not in clean form (%q)", field, p, clean)
+		}
+		return nil
+	}
+	for p := range s.Snapshot {
+		if err := checkPath("snapshot", p); err != nil {
+			return err
+		}
+	}
+	for p, m := range s.Modes {
+		if err := checkPath("modes", p); err != nil {
+			return err
+		}
+		if _, err := parseMode(m); err != nil {
+			return fmt.Errorf("modes: %s: %w", p, err)
+		}
+	}
+	for _, d := range s.CreatedDirs {
+		if err := checkPath("createdDirs", d); err != nil {
+			return err
+		}
+	}
+	for p := range s.After {
+		if err := checkPath("after", p); err != nil {
+			return err
+		}
+	}
+	for _, op := range s.Operations {
+		for _, p := range []string{op.Path, op.From, op.To} {
+			if p == "" {
+				continue
+			}
+			if _, err := CleanPath(p); err != nil {
+				return fmt.Errorf("operations: %w", err)
+			}
+		}
+	}
+	for _, f := range s.Files {
+		for _, p := range []string{f.Path, f.From} {
+			if p == "" {
+				continue
+			}
+			if _, err := CleanPath(p); err != nil {
+				return fmt.Errorf("files: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// parseMode accepts permission bits only (like 0644 or 0755): never setuid,
+// setgid, sticky or file-type bits.
+func parseMode(m string) (fs.FileMode, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(m), 8, 32)
+	if err != nil {
+		return 0, fmt.Errorf("mode %q is not an octal number", m)
+	}
+	if n&^0o777 != 0 {
+		return 0, fmt.Errorf("mode %q has bits other than permissions (setuid, setgid, sticky or a file type)", m)
+	}
+	return fs.FileMode(n), nil
+}
+
 // mode returns the recorded permission bits of a snapshot path (0644 when
 // unknown, as for records written by relaycode).
 func (s *State) mode(p string) fs.FileMode {
 	if m, ok := s.Modes[p]; ok {
-		if n, err := strconv.ParseUint(m, 8, 32); err == nil {
-			return fs.FileMode(n) & fs.ModePerm
+		if n, err := parseMode(m); err == nil {
+			return n
 		}
 	}
 	return 0o644

@@ -20,6 +20,7 @@ import (
 
 	"github.com/relaydev/relay/internal/apply/lint"
 	"github.com/relaydev/relay/internal/apply/patch"
+	"github.com/relaydev/relay/internal/run"
 )
 
 // Options are the project settings a transaction follows (config "patch"
@@ -70,6 +71,9 @@ type Engine struct {
 	Ask func(ctx context.Context, reason string) (bool, error)
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
+	// RecordKey seals the pending records this engine writes (LoadRecordKey);
+	// recovery only acts on records sealed with the same key.
+	RecordKey []byte
 	// NoSync skips fsync of project files at commit (benchmarks only; the
 	// pending record is always fsynced).
 	NoSync bool
@@ -88,6 +92,9 @@ type Request struct {
 	// PruneDirs are removed after applying when empty (revert: the
 	// directories the reverted transaction created).
 	PruneDirs []string
+	// AllowConfigChange lets -y or automatic approval cover changes to a
+	// config file (--allow-config-change); otherwise a person must approve them.
+	AllowConfigChange bool
 }
 
 // Result is a committed transaction.
@@ -139,7 +146,12 @@ func (e *SkipError) Error() string { return "skipping patch: " + e.Reason }
 
 // NeedsApprovalError is a transaction that needed a person's approval when
 // nobody could be asked.
-type NeedsApprovalError struct{ Reason string }
+type NeedsApprovalError struct {
+	Reason string
+	// ConfigChange: the answer changes a config file, which neither -y nor
+	// automatic approval covers.
+	ConfigChange bool
+}
 
 func (e *NeedsApprovalError) Error() string {
 	// Reason is a progress line ("Manual approval required…."); errors are lowercase.
@@ -213,10 +225,14 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer lk.unlock()
-	if rec, err := recoverLocked(e.Dir); err != nil {
+	if rec, err := recoverLocked(e.Dir, e.RecordKey); err != nil {
 		return nil, err
 	} else {
 		for _, r := range rec {
+			if r.Refused != "" {
+				e.logf("Left %s alone: %s.", r.Record, r.Refused)
+				continue
+			}
 			e.logf("Recovered interrupted transaction %s: restored %d file(s).", r.UUID, len(r.Restored))
 		}
 	}
@@ -247,7 +263,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	baseline := -1
 	if cmd := strings.TrimSpace(e.Opts.Linter); cmd != "" {
-		n, err := e.lint(ctx, cmd)
+		n, err := e.lint(ctx, cmd, e.shell)
 		if err != nil {
 			return nil, fail("linter", err)
 		}
@@ -308,7 +324,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	pl.pendingYAML = data
 	pending := pendingPath(e.Dir, c.UUID)
-	if err := writeFileSync(pending, data); err != nil {
+	if err := writeFileSync(pending, seal(e.RecordKey, data)); err != nil {
 		return nil, fail("snapshot", fmt.Errorf("write %s: %w", pending, err))
 	}
 	e.logf("  - Staged changes to %s/%s%s", StateDir, c.UUID, pendingSuffix)
@@ -344,7 +360,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 
 	if cmd := strings.TrimSpace(e.Opts.PostCommand); cmd != "" {
 		e.logf("  - Running post-command: %s", cmd)
-		res, err := e.shell(ctx, cmd)
+		res, err := e.hook(ctx, cmd, c.UUID)
 		if ctx.Err() != nil {
 			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) during the post-command"))
 		}
@@ -357,7 +373,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	final := 0
 	if cmd := strings.TrimSpace(e.Opts.Linter); cmd != "" {
-		n, err := e.lint(ctx, cmd)
+		n, err := e.lint(ctx, cmd, func(ctx context.Context, cmd string) (CommandResult, error) { return e.hook(ctx, cmd, c.UUID) })
 		if ctx.Err() != nil {
 			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) during the linter"))
 		}
@@ -368,7 +384,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		e.logf("  - Final linter error count: %d (baseline %d)", n, baseline)
 	}
 
-	if err := e.approve(ctx, req, baseline, final); err != nil {
+	if err := e.approve(ctx, req, pl, baseline, final); err != nil {
 		if ctx.Err() != nil {
 			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) before approval"))
 		}
@@ -435,8 +451,34 @@ func (e *Engine) shell(ctx context.Context, cmd string) (CommandResult, error) {
 	return ShellRunner(ctx, e.Dir, cmd)
 }
 
-func (e *Engine) lint(ctx context.Context, cmd string) (int, error) {
-	res, err := e.shell(ctx, cmd)
+// hook runs a command while the transaction is pending (post-command, final
+// linter) in its own process group, recorded in .relaycode/<uuid>.hook before
+// the command starts so crash recovery can kill the whole group. When the
+// command ends, whatever it left running in its group is killed too: nothing
+// may write into the project after the transaction is decided.
+func (e *Engine) hook(ctx context.Context, cmd, id string) (CommandResult, error) {
+	if e.Shell != nil {
+		return e.Shell(ctx, e.Dir, cmd)
+	}
+	var group *run.Group
+	hookFile := hookPath(e.Dir, id)
+	res, err := shellRun(ctx, e.Dir, cmd, func(g run.Group) error {
+		group = &g
+		return writeFileSync(hookFile, seal(e.RecordKey, []byte("group: "+g.String()+"\n")))
+	})
+	if group != nil {
+		kerr := run.KillGroup(*group)
+		if kerr == nil {
+			_ = os.Remove(hookFile)
+		} else if err == nil {
+			err = kerr
+		}
+	}
+	return res, err
+}
+
+func (e *Engine) lint(ctx context.Context, cmd string, shell func(context.Context, string) (CommandResult, error)) (int, error) {
+	res, err := shell(ctx, cmd)
 	if err != nil {
 		return 0, fmt.Errorf("linter %q: %w", cmd, err)
 	}
@@ -447,7 +489,24 @@ func (e *Engine) lint(ctx context.Context, cmd string) (int, error) {
 	return lint.Count(res.Stdout, res.Stderr, res.ExitCode), nil
 }
 
-func (e *Engine) approve(ctx context.Context, req Request, baseline, final int) error {
+func (e *Engine) approve(ctx context.Context, req Request, pl *plan, baseline, final int) error {
+	if cfg := pl.configChanges(); len(cfg) > 0 && !req.AllowConfigChange {
+		// A config names the commands relay runs: an answer that changes it
+		// would choose what runs on the next apply. Only a person may approve.
+		reason := fmt.Sprintf("Manual approval required: the answer changes %s, which names the commands relay runs (preCommand, postCommand, linter); -y and automatic approval do not cover that.", strings.Join(cfg, ", "))
+		if e.Ask == nil {
+			return &NeedsApprovalError{Reason: reason, ConfigChange: true}
+		}
+		e.logf("%s", reason)
+		ok, err := e.Ask(ctx, reason)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrRejected
+		}
+		return nil
+	}
 	if req.Yes {
 		e.logf("  - Changes approved via -y/--yes.")
 		return nil

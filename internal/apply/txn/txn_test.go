@@ -80,8 +80,11 @@ func treeHash(t *testing.T, dir string) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
+// testKey seals the records test engines write, as $RELAY_HOME/record.key does.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
 func engine(dir string) *Engine {
-	return &Engine{Dir: dir, Opts: Options{ProjectID: "p", ApprovalMode: "auto"}, Patch: fakePatch}
+	return &Engine{Dir: dir, Opts: Options{ProjectID: "p", ApprovalMode: "auto"}, Patch: fakePatch, RecordKey: testKey}
 }
 
 func response(ops ...patch.Operation) *patch.Response {
@@ -344,7 +347,7 @@ func TestRecoverRestoresOrphan(t *testing.T) {
 	if treeHash(t, dir) == before {
 		t.Fatal("crash image equals the original; the test would prove nothing")
 	}
-	rec, err := Recover(dir)
+	rec, err := Recover(dir, testKey)
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
@@ -384,7 +387,7 @@ func TestRecoverSkipsLiveTransaction(t *testing.T) {
 	if err := os.WriteFile(pendingPath(dir, testUUID), []byte("uuid: "+testUUID+"\nsnapshot:\n  a.txt: old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := Recover(dir)
+	rec, err := Recover(dir, testKey)
 	if err != nil || len(rec) != 0 {
 		t.Fatalf("Recover while locked = %v, %v; want nothing", rec, err)
 	}
@@ -619,10 +622,10 @@ func TestRecoverAfterCrashBetweenCommitAndCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(pendingPath(dir, testUUID), b, 0o600); err != nil {
+	if err := os.WriteFile(pendingPath(dir, testUUID), seal(testKey, b), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := Recover(dir)
+	rec, err := Recover(dir, testKey)
 	if err != nil || len(rec) != 1 || !rec[0].Committed {
 		t.Fatalf("Recover = %+v, %v; want the committed transaction kept", rec, err)
 	}
@@ -653,7 +656,7 @@ func TestRecoverIsIdempotentAfterPartialRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTree(t, dir, map[string]string{"b.txt": "B", "c/new.txt": "n"})
-	if _, err := Recover(dir); err != nil {
+	if _, err := Recover(dir, testKey); err != nil {
 		t.Fatal(err)
 	}
 	if treeHash(t, dir) != before {
