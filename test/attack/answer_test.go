@@ -1,10 +1,15 @@
 package attack
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A hostile answer: paths an LLM (or whoever wrote the text on the
@@ -31,6 +36,14 @@ func TestAnswerPathEscapes(t *testing.T) {
 		{"relaycode record", ".relaycode/11111111-1111-4111-8111-111111111111.pending.yml", "relay's own records"},
 		{"relaycode dir", ".relaycode/x", "relay's own records"},
 		{"relaycode upper", ".RelayCode/x", "relay's own records"},
+		{"git dir itself", ".git", "files inside .git/"},
+		{"relaycode dir itself", ".relaycode", "relay's own records"},
+		{"nested upper git hook", "sub/.GIT/hooks/pre-push", "files inside .git/"},
+		{"dot dotdot mix", "a/./../../outside.txt", `".." is not allowed`},
+		{"trailing dotdot", "a/..", `"a/.." is not a file`},
+		{"backslash git", `.git\config`, "files inside .git/"},
+		{"double slash absolute", "//etc/relay-attack", "absolute paths are not allowed"},
+		{"proc self", "/proc/self/mem", "absolute paths are not allowed"},
 	}
 	for i, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -58,4 +71,275 @@ func TestAnswerPathEscapes(t *testing.T) {
 			SameTree(t, "home and project", home, s.World())
 		})
 	}
+}
+
+// TestAnswerConfigChanges: the config names the commands relay runs
+// (preCommand, postCommand, linter). An answer that touches it would choose
+// what runs on the next apply, so -y and automatic approval never cover it:
+// with no terminal to ask on relay refuses and names --allow-config-change.
+func TestAnswerConfigChanges(t *testing.T) {
+	evil := `{"projectId":"attack","core":{"enableNotifications":false},"patch":{"preCommand":"touch pre-pwned","postCommand":"touch post-pwned","linter":"touch lint-pwned"}}`
+	attacks := []struct {
+		name   string
+		blocks []string
+		args   []string
+		config string // the project's config before; "" uses the plain one
+	}{
+		{"edit relaycode.config.json with -y", []string{FileBlock("relaycode.config.json", evil)}, []string{"-y"}, ""},
+		{"edit relaycode.config.json with auto approval", []string{FileBlock("relaycode.config.json", evil)}, nil, ""},
+		{"edit relaycode.config.json with approval yes", []string{FileBlock("relaycode.config.json", evil)}, nil, `{"projectId":"attack","approval":"yes","core":{"enableNotifications":false}}`},
+		{"create relay.config.json", []string{FileBlock("relay.config.json", evil)}, []string{"-y"}, ""},
+		{"create a config in a subdirectory", []string{FileBlock("sub/relaycode.config.json", evil)}, []string{"-y"}, ""},
+		{"create an upper-case config name", []string{FileBlock("sub/RelayCode.Config.JSON", evil)}, []string{"-y"}, ""},
+		{"delete the config", []string{DeleteBlock("relaycode.config.json")}, []string{"-y"}, ""},
+		{"rename the config away", []string{RenameBlock("relaycode.config.json", "old.json")}, []string{"-y"}, ""},
+		{"rename a file into a config", []string{FileBlock("x.json", evil), RenameBlock("x.json", "sub/relaycode.config.json")}, []string{"-y"}, ""},
+		{"write a config through a file symlink", []string{FileBlock("cfg.json", evil)}, []string{"-y"}, ""},
+		{"write a config through a directory symlink", []string{FileBlock("root/relaycode.config.json", evil)}, []string{"-y"}, ""},
+		{"patch the config", []string{"```json // relaycode.config.json multi-search-replace\n<<<<<<< SEARCH\n{\"projectId\":\"attack\",\"core\":{\"enableNotifications\":false}}\n=======\n" + evil + "\n>>>>>>> REPLACE\n```\n"}, []string{"-y"}, ""},
+	}
+	for i, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			cfg := a.config
+			if cfg == "" {
+				cfg = `{"projectId":"attack","core":{"enableNotifications":false}}`
+			}
+			s.WriteFile("relaycode.config.json", cfg, 0o644)
+			s.WriteFile("README.md", "readme\n", 0o644)
+			symlink(t, "relaycode.config.json", filepath.Join(s.Project, "cfg.json"))
+			symlink(t, ".", filepath.Join(s.Project, "root"))
+			s.Git("add", "-A")
+			s.Git("commit", "-qm", "base")
+			world := s.World()
+			r := s.Run(Answer(uuidN(600+i), a.blocks...), append([]string{"apply", "-"}, a.args...)...)
+			refused := strings.Contains(r.Stderr, "names the commands relay runs") && strings.Contains(r.Stderr, "--allow-config-change") ||
+				strings.Contains(a.name, "file symlink") && strings.Contains(r.Stderr, "it is a symbolic link")
+			if r.Code == 0 || !refused {
+				t.Errorf("want the config change refused without a person, naming --allow-config-change; got\n%s", r)
+			}
+			SameTree(t, "home and project", world, s.World())
+			// The next apply runs nothing the answer chose.
+			r = s.Run(Answer(uuidN(650+i), FileBlock("README.md", "next")), "apply", "-", "-y")
+			if r.Code != 0 {
+				t.Errorf("the next apply failed:\n%s", r)
+			}
+			noPwned(t, s)
+		})
+	}
+}
+
+// TestAnswerConfigChangeExplicit: with --allow-config-change the change is
+// applied, and the commands of that very transaction still come from the
+// config as it was when it started.
+func TestAnswerConfigChangeExplicit(t *testing.T) {
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false},"patch":{"postCommand":"echo old >> post-ran"}}`, 0o644)
+	s.Git("add", "-A")
+	s.Git("commit", "-qm", "base")
+	evil := `{"projectId":"attack","core":{"enableNotifications":false},"patch":{"postCommand":"touch post-pwned","linter":"touch lint-pwned"}}`
+	r := s.Run(Answer(uuidN(700), FileBlock("relaycode.config.json", evil)), "apply", "-", "-y", "--allow-config-change")
+	if r.Code != 0 {
+		t.Fatalf("want the explicitly allowed config change applied:\n%s", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.Project, "post-ran")); string(b) != "old\n" {
+		t.Errorf("post-ran = %q; the transaction must run the old config's postCommand once", b)
+	}
+	for _, f := range []string{"post-pwned", "lint-pwned"} {
+		if _, err := os.Stat(filepath.Join(s.Project, f)); err == nil {
+			t.Errorf("%s exists: the new config's commands ran inside the transaction that introduced them", f)
+		}
+	}
+}
+
+// TestAnswerRenames: a rename onto an existing file would lose that file
+// without a word. It is refused unless the answer deletes the target first.
+func TestAnswerRenames(t *testing.T) {
+	attacks := []struct {
+		name   string
+		blocks []string
+		ok     bool
+	}{
+		{"rename onto an existing file", []string{RenameBlock("a.txt", "b.txt")}, false},
+		{"rename onto the config", []string{RenameBlock("a.txt", "README.md")}, false},
+		{"rename onto a file the answer just wrote", []string{FileBlock("new.txt", "n"), RenameBlock("a.txt", "new.txt")}, false},
+		{"rename onto an existing file in another case dir", []string{RenameBlock("a.txt", "dir/c.txt")}, false},
+		{"apply_patch move onto an existing file", []string{"```diff // a.txt apply_patch\n*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-a\n+a2\n*** End Patch\n```\n"}, false},
+		{"rename onto a deleted file", []string{DeleteBlock("b.txt"), RenameBlock("a.txt", "b.txt")}, true},
+		{"rename to a new name", []string{RenameBlock("a.txt", "fresh.txt")}, true},
+	}
+	for i, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
+			s.WriteFile("a.txt", "a\n", 0o644)
+			s.WriteFile("b.txt", "b\n", 0o644)
+			s.WriteFile("README.md", "readme\n", 0o644)
+			s.WriteFile("dir/c.txt", "c\n", 0o644)
+			s.Git("add", "-A")
+			s.Git("commit", "-qm", "base")
+			world := s.World()
+			r := s.Run(Answer(uuidN(800+i), a.blocks...), "apply", "-", "-y")
+			if a.ok {
+				if r.Code != 0 {
+					t.Fatalf("want applied:\n%s", r)
+				}
+				return
+			}
+			if r.Code == 0 || !strings.Contains(r.Stderr, "which exists; relay does not replace a file by renaming onto it") {
+				t.Errorf("want the rename refused, got\n%s", r)
+			}
+			SameTree(t, "home and project", world, s.World())
+		})
+	}
+}
+
+// TestAnswerInputBounds: relay apply reads its input under a limit it
+// states, checking a file's size before reading it, and Ctrl-C interrupts a
+// read that never ends (a FIFO with no writer, a stdin that stalls).
+func TestAnswerInputBounds(t *testing.T) {
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
+
+	t.Run("sparse 3 GB file", func(t *testing.T) {
+		big := filepath.Join(s.Home, "big.md")
+		f, err := os.Create(big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(3 << 30); err != nil { // sparse: costs no disk
+			t.Fatal(err)
+		}
+		f.Close()
+		r := s.Run("", "apply", big)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "over the 64 MiB limit") {
+			t.Errorf("want the size refused with the limit:\n%s", r)
+		}
+	})
+	t.Run("stdin over the limit", func(t *testing.T) {
+		cmd := exec.Command(relayBin, "apply", "-")
+		cmd.Dir, cmd.Env = s.Project, s.Env
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for range 65 {
+			if _, err := in.Write(chunk); err != nil {
+				break // relay stopped reading: fine
+			}
+		}
+		in.Close()
+		err = cmd.Wait()
+		if err == nil || !strings.Contains(errOut.String(), "over the 64 MiB limit") {
+			t.Errorf("want the size refused: %v\n%s", err, errOut.String())
+		}
+	})
+	t.Run("fifo with no writer and Ctrl-C", func(t *testing.T) {
+		fifo := filepath.Join(s.Home, "answer.fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skip("no FIFOs here:", err)
+		}
+		cmd := exec.Command(relayBin, "apply", fifo)
+		cmd.Dir, cmd.Env = s.Project, s.Env
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// relay is blocked opening the FIFO once a thread waits for a writer.
+		waitFor(t, "relay to block opening the FIFO", func() bool { return blockedIn(cmd.Process.Pid, "fifo_open", "wait_for_partner") })
+		interrupt(t, cmd, &errOut)
+	})
+	t.Run("stalled stdin and Ctrl-C", func(t *testing.T) {
+		cmd := exec.Command(relayBin, "apply", "-")
+		cmd.Dir, cmd.Env = s.Project, s.Env
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Write([]byte("```text // a.txt\nhalf an answer")); err != nil {
+			t.Fatal(err)
+		}
+		// relay has read what was sent once the pipe is empty: it is in its read loop.
+		w := in.(*os.File)
+		waitFor(t, "relay to drain stdin", func() bool { n, err := pipeQueued(w); return err == nil && n == 0 })
+		interrupt(t, cmd, &errOut)
+	})
+}
+
+// interrupt sends SIGINT and expects relay to stop with exit 130 and a message.
+func interrupt(t *testing.T, cmd *exec.Cmd, errOut *strings.Builder) {
+	t.Helper()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errOut.String(), "interrupted while reading the response") {
+			t.Errorf("want exit 130 and a message, got %v\n%s", err, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("relay ignored Ctrl-C while reading its input\n%s", errOut.String())
+	}
+}
+
+// waitFor polls a condition (never a fixed delay) for up to a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; !cond(); i++ {
+		if i > 6000 {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// blockedIn reports whether any thread of pid sleeps in one of the kernel
+// functions named.
+func blockedIn(pid int, fns ...string) bool {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", pid))
+	for _, p := range tasks {
+		b, _ := os.ReadFile(p)
+		for _, fn := range fns {
+			if string(b) == fn {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pipeQueued is how many bytes wait unread in the pipe w writes to.
+func pipeQueued(w *os.File) (int, error) {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var ierr error
+	err = rc.Control(func(fd uintptr) {
+		n, ierr = ioctlInt(fd, syscall.TIOCINQ)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, ierr
 }

@@ -8,6 +8,7 @@ package attack
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -203,7 +204,10 @@ func Snapshot(t *testing.T, dir string, skip ...string) map[string]string {
 		}
 		for _, s := range skip {
 			if p == s {
-				return filepath.SkipDir
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
 			}
 		}
 		fi, err := os.Lstat(p)
@@ -220,7 +224,11 @@ func Snapshot(t *testing.T, dir string, skip ...string) map[string]string {
 			if err != nil {
 				return err
 			}
-			out[rel] = fmt.Sprintf("%v %q", fi.Mode(), b)
+			if len(b) > 200 {
+				out[rel] = fmt.Sprintf("%v %d bytes sha256 %x", fi.Mode(), len(b), sha256.Sum256(b))
+			} else {
+				out[rel] = fmt.Sprintf("%v %q", fi.Mode(), b)
+			}
 		case fi.IsDir():
 			out[rel] = fi.Mode().String()
 		}
@@ -273,8 +281,9 @@ func uuidN(n int) string {
 }
 
 // World snapshots everything an attack could reach (home, project, its
-// .git), leaving out only relay's own lock and records and $RELAY_HOME.
+// .git), leaving out only relay's own lock and records, $RELAY_HOME and
+// git's index (a cache git status rewrites).
 func (s *sandbox) World() map[string]string {
 	s.t.Helper()
-	return Snapshot(s.t, filepath.Dir(s.Home), filepath.Join(s.Project, ".relaycode"), s.Relay)
+	return Snapshot(s.t, filepath.Dir(s.Home), filepath.Join(s.Project, ".relaycode"), s.Relay, filepath.Join(s.Project, ".git", "index"))
 }

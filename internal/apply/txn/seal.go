@@ -98,18 +98,18 @@ func seal(key, body []byte) []byte {
 }
 
 // errNoSeal is a record without the seal relay writes.
-var errNoSeal = errors.New("it carries no seal from relay on this machine, so relay did not write it here (it may have come with the repository, or from a relay before records were sealed)")
+var errNoSeal = errors.New("it carries no seal from relay on this machine, so relay did not write it here (it may have come with the repository, or from a relay version before records were sealed)")
 
 // errUnsealed is a record that this machine's relay did not write.
-var errUnsealed = errors.New("it was not written by relay on this machine (its seal does not match the key in $RELAY_HOME/" + RecordKeyFile + "), so it may have come with the repository")
+var errUnsealed = errors.New("its seal does not match the key in $RELAY_HOME/" + RecordKeyFile + ", so relay did not write it here (it may have come with the repository)")
 
 // unseal checks the last line's MAC and returns the record without it.
 func unseal(key, data []byte) ([]byte, error) {
 	if key == nil {
-		return nil, errors.New("there is no record key ($RELAY_HOME/" + RecordKeyFile + ") on this machine, so relay cannot have written it here")
+		return nil, errors.New("there is no record key ($RELAY_HOME/" + RecordKeyFile + ") on this machine, so relay did not write it here")
 	}
 	if !bytes.HasSuffix(data, []byte("\n")) {
-		return nil, errUnsealed
+		return nil, errNoSeal
 	}
 	i := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
 	last := data[i : len(data)-1]
