@@ -144,6 +144,11 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		return nil, fmt.Errorf("create store directory %s: %w", home, err)
 	}
 	path := filepath.Join(home, relayhome.DBFile)
+	// The store is private to its user: SQLite creates -wal and -shm with the
+	// database's mode, so making relay.db 0600 first covers all three.
+	if err := ensurePrivate(path); err != nil {
+		return nil, err
+	}
 	syncMode := "FULL"
 	switch strings.ToLower(opt.Sync) {
 	case "", "full":
@@ -213,6 +218,25 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		s.repairMirror(rctx)
 	}()
 	return s, nil
+}
+
+// ensurePrivate creates path as an empty 0600 file when missing and takes
+// group and other access away from it and its -wal and -shm when present
+// (stores created before were 0644).
+func ensurePrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				return fmt.Errorf("make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *SQLite) migrate() error {
