@@ -445,11 +445,16 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		return nil, err
 	}
 	var log []string
-	eng := &txn.Engine{Dir: cfg.Dir, Opts: txnOptions(cfg), Logf: func(format string, args ...any) {
+	eng, err := newEngine(f.IO, cfg, f.Home)
+	if err != nil {
+		return nil, err
+	}
+	eng.Ask = nil // no terminal: a change that needs a person is refused and the model told so
+	eng.Logf = func(format string, args ...any) {
 		if len(log) < 50 {
 			log = append(log, fmt.Sprintf(format, args...))
 		}
-	}}
+	}
 	switch a.Op {
 	case "log":
 		return mcpLog(cfg.Dir, a.Limit)
@@ -489,6 +494,9 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 
 func mcpTxnErr(err error) error {
 	var need *txn.NeedsApprovalError
+	if errors.As(err, &need) && need.ConfigChange {
+		return WithHint(err, "a config change needs the user: ask them to read it and run relay apply FILE --allow-config-change")
+	}
 	if errors.As(err, &need) {
 		return WithHint(err, `the project's approvalMode is manual: ask the user to apply it (relay apply FILE -y), or set "approvalMode": "auto" in relaycode.config.json`)
 	}
