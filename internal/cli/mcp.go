@@ -485,11 +485,25 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		return nil, mcpTxnErr(err)
 	}
 	st := res.State
-	out := map[string]any{"uuid": st.UUID, "files": nonNilFiles(st.Files), "revert": `apply {"op":"revert","ref":"` + st.UUID + `"}`}
+	out := map[string]any{"uuid": st.UUID, "summary": txnSummary(st), "files": nonNilFiles(st.Files), "revert": `apply {"op":"revert","ref":"` + st.UUID + `"}`}
 	if res.Baseline >= 0 { // -1: no linter configured
 		out["linter_errors_before"], out["linter_errors_after"] = res.Baseline, res.Final
 	}
 	return out, nil
+}
+
+// txnSummary is the one line relay apply prints for a committed transaction.
+func txnSummary(st *txn.State) string {
+	added, removed := 0, 0
+	for _, f := range st.Files {
+		added += f.Added
+		removed += f.Removed
+	}
+	s := fmt.Sprintf("committed: %d file(s) changed, +%d -%d", len(st.Files), added, removed)
+	if st.PromptSummary != "" {
+		s = st.PromptSummary + "; " + s
+	}
+	return s
 }
 
 func mcpTxnErr(err error) error {
@@ -582,5 +596,5 @@ func mcpRevert(ctx context.Context, eng *txn.Engine, dir string, a mcp.ApplyArgs
 	if err != nil {
 		return nil, mcpTxnErr(err)
 	}
-	return map[string]any{"uuid": res.State.UUID, "reverted": st.UUID, "files": nonNilFiles(res.State.Files)}, nil
+	return map[string]any{"uuid": res.State.UUID, "reverted": st.UUID, "summary": txnSummary(res.State), "files": nonNilFiles(res.State.Files)}, nil
 }

@@ -261,7 +261,7 @@ func TestStdioEveryTool(t *testing.T) {
 	}
 	ed := mustOK(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("hi")`})
 	uuid, _ := ed["uuid"].(string)
-	if !strings.Contains(readFile(t, w, "main.go"), `println("hi")`) || uuid == "" {
+	if !strings.Contains(readFile(t, w, "main.go"), `println("hi")`) || uuid == "" || ed["summary"] != "Edit main.go; committed: 1 file(s) changed, +1 -1" {
 		t.Fatalf("edit: %v", ed)
 	}
 	if out := w.run(t, w.relay, "log", "--json"); !strings.Contains(out, uuid) {
@@ -280,7 +280,7 @@ func TestStdioEveryTool(t *testing.T) {
 		t.Fatalf("log: %v", lg)
 	}
 	rv := mustOK(t, cs, "apply", map[string]any{"op": "revert", "ref": uuid})
-	if rv["reverted"] != uuid || !strings.Contains(readFile(t, w, "main.go"), `println("hello")`) {
+	if rv["reverted"] != uuid || rv["summary"] != "Revert of "+uuid+"; committed: 1 file(s) changed, +1 -1" || !strings.Contains(readFile(t, w, "main.go"), `println("hello")`) {
 		t.Fatalf("revert: %v", rv)
 	}
 	answer := "```go // hello.go\npackage main\n```\n\n```yaml\nprojectId: \"" + projectID(t, w) + "\"\nuuid: 8e1c1f4e-9b0a-4c55-9f43-4a1b2c3d4e5f\nchangeSummary:\n  - new: hello.go\ngitCommitMsg: add hello\npromptSummary: add hello\n```\n"
