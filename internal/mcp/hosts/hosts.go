@@ -296,6 +296,9 @@ func Uninstall(host string, scope Scope, env Env) ([]Change, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if found {
+			if host != "codex" && emptyConfig(next) {
+				next = nil // nothing but relay was in it: relay made the file, so it goes
+			}
 			changes = append(changes, Change{Path: path, Old: old, New: next, Note: "unregister relay mcp"})
 		}
 	}
@@ -312,6 +315,18 @@ func Uninstall(host string, scope Scope, env Env) ([]Change, error) {
 		}
 	}
 	return changes, nil
+}
+
+// emptyConfig reports whether a JSON config holds nothing (or only an empty mcpServers).
+func emptyConfig(b []byte) bool {
+	var v map[string]any
+	if json.Unmarshal(b, &v) != nil {
+		return false
+	}
+	if m, ok := v["mcpServers"].(map[string]any); ok && len(m) == 0 {
+		delete(v, "mcpServers")
+	}
+	return len(v) == 0
 }
 
 // Registration is what a host's config says about relay.
