@@ -1,11 +1,12 @@
 // compare.mjs CORPUS RELAY DIFF_APPLY_BUNDLE: the side-by-side run of run.sh.
 import { readFileSync, readdirSync, existsSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
 
 const [corpus, relay, bundle] = process.argv.slice(2);
-const da = await import(bundle);
+const da = await import(pathToFileURL(resolve(bundle)).href);
 
 // diff-apply reports its fallbacks with console.log; keep stdout for the table.
 const quiet = { log: console.log, warn: console.warn };

@@ -326,7 +326,8 @@ func Parse(text string) (*Response, error) {
 	// A file block that runs to the end of the text was cut off: applying the
 	// rest of the answer would apply half of it.
 	if n := len(fences); n > 0 && fences[n-1].close == len(lines) && n-1 != ctrlFence {
-		if f := fences[n-1]; len(f.body) > 0 && !isControlText(f.body) {
+		// Only a file block (one with a path) says this text is an answer cut off.
+		if f := fences[n-1]; len(f.body) > 0 && !isControlText(f.body) && (hasHeader(f.info) || isEnvelope(f.body)) {
 			return resp, &CutOffError{Reason: fmt.Sprintf("the code block at line %d (```%s) is never closed", f.open+1, clip(f.info))}
 		}
 	}
@@ -436,6 +437,11 @@ func joinLines(ls []string) string {
 		return ""
 	}
 	return strings.Join(ls, "\n") + "\n"
+}
+
+func hasHeader(info string) bool {
+	_, h, _ := splitInfo(info)
+	return h != ""
 }
 
 // isControlText reports whether an unclosed block holds only the control

@@ -215,6 +215,10 @@ func TestPatternTruncatedAnswerIsCutOff(t *testing.T) {
 	if !errors.As(err, &cut) {
 		t.Fatalf("Parse err = %v, want *CutOffError", err)
 	}
+	// A bare patch whose own text opens a fence (a README edit) is not an answer cut off.
+	if _, err := Parse("<<<<<<< SEARCH\nintro\n=======\nintro\n\n```bash\nmake\n>>>>>>> REPLACE\n"); errors.As(err, &cut) {
+		t.Fatalf("a bare patch read as a cut-off answer: %v", err)
+	}
 	// A miscounted but complete hunk is not cut off.
 	if _, err := Apply(orig, true, Unified, "@@ -2,3 +2,4 @@\n beta\n-gamma\n+GAMMA\n", Options{}); err != nil {
 		t.Fatalf("miscounted hunk: %v", err)
