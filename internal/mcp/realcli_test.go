@@ -22,6 +22,7 @@ import (
 
 type hostRun struct {
 	name string
+	cli  string // the CLI to run when it is not name
 	tool string
 	args map[string]any
 	// setup writes the host's own settings (before relay install adds relay)
@@ -29,36 +30,27 @@ type hostRun struct {
 	setup func(t *testing.T, home, url string) []string
 	argv  func(project, prompt string) []string
 	// check asserts the effect in relay and returns what the tool result must contain.
-	check func(t *testing.T, w *world) string
+	check func(t *testing.T, w *world, srv *fakellm.Server) string
 }
 
 var hostRuns = []hostRun{
 	{name: "codex", tool: "memory",
-		args: map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "c1", "key": "host", "value": "CODEX-FACT"}}}}},
-		setup: func(t *testing.T, home, url string) []string {
-			writeFile(t, filepath.Join(home, ".codex", "config.toml"), "model = \"fake-model\"\nmodel_provider = \"fakeprov\"\n\n[model_providers.fakeprov]\nname = \"fakeprov\"\nbase_url = \""+url+"/v1\"\nenv_key = \"FAKE_OPENAI_KEY\"\nwire_api = \"responses\"\n")
-			return []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "FAKE_OPENAI_KEY=sk-fake"}
-		},
+		args:  map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "c1", "key": "host", "value": "CODEX-FACT"}}}}},
+		setup: codexSetup,
 		argv: func(project, prompt string) []string {
 			return []string{"codex", "exec", "-C", project, "--skip-git-repo-check", "--ephemeral", "--json", prompt}
 		},
-		check: func(t *testing.T, w *world) string {
+		check: func(t *testing.T, w *world, _ *fakellm.Server) string {
 			if st := w.state(t); !strings.Contains(st, "CODEX-FACT") {
 				t.Errorf("the patch did not land: %s", st)
 			}
 			return `"version":2`
 		}},
 	{name: "claude", tool: "apply",
-		args: map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("from claude")`},
-		setup: func(t *testing.T, home, url string) []string {
-			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=dumb"}
-		},
-		argv: func(project, prompt string) []string {
-			return []string{"claude", "-p", prompt, "--allowedTools", "mcp__relay", "--max-turns", "5", "--model", "sonnet",
-				"--output-format", "stream-json", "--verbose"}
-		},
-		check: func(t *testing.T, w *world) string {
+		args:  map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("from claude")`},
+		setup: func(t *testing.T, home, url string) []string { return claudeEnv(url) },
+		argv:  claudeArgv,
+		check: func(t *testing.T, w *world, _ *fakellm.Server) string {
 			if !strings.Contains(readFile(t, w, "main.go"), `println("from claude")`) {
 				t.Errorf("main.go was not edited:\n%s", readFile(t, w, "main.go"))
 			}
@@ -80,7 +72,7 @@ var hostRuns = []hostRun{
 		argv: func(project, prompt string) []string {
 			return []string{"gemini", "--skip-trust", "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", prompt}
 		},
-		check: func(t *testing.T, w *world) string {
+		check: func(t *testing.T, w *world, _ *fakellm.Server) string {
 			out := w.runThread(t, "artifact", "ls", "--json")
 			if !strings.Contains(out, "gemini-note.txt") {
 				t.Fatalf("the artifact is not in the thread:\n%s", out)
@@ -106,12 +98,44 @@ var hostRuns = []hostRun{
 		argv: func(project, prompt string) []string {
 			return []string{"qwen", "--auth-type", "openai", "-m", "fake-model", "-o", "text", prompt}
 		},
-		check: func(t *testing.T, w *world) string {
+		check: func(t *testing.T, w *world, _ *fakellm.Server) string {
 			if st := w.state(t); !strings.Contains(st, "QWEN-FACT") {
 				t.Errorf("the patch did not land: %s", st)
 			}
 			return `"version":2`
 		}},
+	// a friend through relay: claude calls relay's ask, relay asks the real codex
+	{name: "claude-asks-codex", cli: "claude", tool: "ask",
+		args: map[string]any{"prompt": "QUESTION-FOR-CODEX: is this change safe?", "to": []string{"codex"}},
+		setup: func(t *testing.T, home, url string) []string {
+			return append(codexSetup(t, home, url), claudeEnv(url)...)
+		},
+		argv: claudeArgv,
+		check: func(t *testing.T, w *world, srv *fakellm.Server) string {
+			codexSaw := false
+			for _, r := range srv.Requests() {
+				codexSaw = codexSaw || strings.HasSuffix(r.Path, "/responses") && strings.Contains(r.Text, "QUESTION-FOR-CODEX")
+			}
+			if !codexSaw {
+				t.Fatal("codex never got the question relay ask sent it")
+			}
+			return `"backend":"codex","answer":"DONE:relayansweredMCP-E2E-CLAUDE-ASKS-CODEX"`
+		}},
+}
+
+func codexSetup(t *testing.T, home, url string) []string {
+	writeFile(t, filepath.Join(home, ".codex", "config.toml"), "model = \"fake-model\"\nmodel_provider = \"fakeprov\"\n\n[model_providers.fakeprov]\nname = \"fakeprov\"\nbase_url = \""+url+"/v1\"\nenv_key = \"FAKE_OPENAI_KEY\"\nwire_api = \"responses\"\n")
+	return []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "FAKE_OPENAI_KEY=sk-fake"}
+}
+
+func claudeEnv(url string) []string {
+	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=dumb"}
+}
+
+func claudeArgv(project, prompt string) []string {
+	return []string{"claude", "-p", prompt, "--allowedTools", "mcp__relay", "--max-turns", "5", "--model", "sonnet",
+		"--output-format", "stream-json", "--verbose"}
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -154,8 +178,12 @@ func TestRealCLIsCallRelay(t *testing.T) {
 	for _, h := range hostRuns {
 		t.Run(h.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := os.Stat(filepath.Join(bin, h.name)); err != nil {
-				t.Fatalf("%s not installed in %s: run scripts/install-friend-clis.sh", h.name, bin)
+			cli := h.cli
+			if cli == "" {
+				cli = h.name
+			}
+			if _, err := os.Stat(filepath.Join(bin, cli)); err != nil {
+				t.Fatalf("%s not installed in %s: run scripts/install-friend-clis.sh", cli, bin)
 			}
 			w := newWorld(t)
 			marker := "MCP-E2E-" + strings.ToUpper(h.name)
@@ -168,8 +196,7 @@ func TestRealCLIsCallRelay(t *testing.T) {
 			}
 			w.env = append(w.env, h.setup(t, w.home, srv.URL)...)
 			// the host's config comes from relay install, as a user's would
-			inst := w.run(t, w.relay, "install", h.name)
-			_ = inst
+			w.run(t, w.relay, "install", cli)
 
 			prompt := marker + ": use the relay " + h.tool + " tool"
 			argv := h.argv(w.project, prompt)
@@ -189,7 +216,7 @@ func TestRealCLIsCallRelay(t *testing.T) {
 			if err != nil || srv.Calls() == 0 {
 				t.Fatalf("%s: %v (tool calls %d)\nstdout:\n%s\nstderr:\n%s", h.name, err, srv.Calls(), lastN(stdout.String(), 4000), lastN(stderr.String(), 4000))
 			}
-			want := h.check(t, w)
+			want := h.check(t, w, srv)
 			results := srv.Results()
 			if len(results) == 0 {
 				t.Fatalf("%s never sent the relay tool's result back to the model\nstdout:\n%s", h.name, lastN(stdout.String(), 4000))
