@@ -146,6 +146,7 @@ type run struct {
 	hc   *http.Client
 	base string
 	res  map[string]float64
+	d    *daemon
 	// userBytes counts what the client stored: artifact contents and patch bodies.
 	userBytes atomic.Int64
 }
@@ -174,7 +175,7 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 		return nil, err
 	}
 	defer func() { _ = d.stop() }()
-	r.base = d.url
+	r.base, r.d = d.url, d
 	r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	time.Sleep(500 * time.Millisecond) // let start-up garbage settle before the idle RSS
 	if cur, _ := d.rss(); cur > 0 {
@@ -196,6 +197,14 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 		return nil, err
 	}
 	if !cfg.binary {
+		// The first search after the load waits until the indexer has caught up with the
+		// thread: how far the index trails a burst of puts.
+		t0, c0 := time.Now(), d.cpu()
+		if _, err := r.search(sid, "drain"); err != nil {
+			return nil, err
+		}
+		r.set("index_drain_ms", ms(time.Since(t0)))
+		fmt.Printf("index catch-up:    the first search after the load answered in %v (daemon CPU %v meanwhile)\n", time.Since(t0).Round(time.Millisecond), d.cpu()-c0)
 		if err := r.freshness(corp, sid); err != nil {
 			return nil, err
 		}
@@ -255,9 +264,9 @@ func (r *run) patches() error {
 	n := r.cfg.facts
 	window := max(1, min(1000, n/10))
 	var rates []float64
-	start := time.Now()
+	start, cpu0 := time.Now(), r.d.cpu()
 	ws := start
-	var paused time.Duration
+	var paused, pausedCPU time.Duration
 	for i := 1; i <= n; i++ {
 		if err := r.appendFact(tid, i, i); err != nil {
 			return err
@@ -265,7 +274,7 @@ func (r *run) patches() error {
 		if i%window == 0 {
 			rates = append(rates, float64(window)/time.Since(ws).Seconds())
 			if i == 1000 {
-				t0 := time.Now()
+				t0, c0 := time.Now(), r.d.cpu()
 				lat, err := r.timeGets(r.base+"/threads/"+tid+"/state/header", 1000)
 				if err != nil {
 					return err
@@ -274,17 +283,19 @@ func (r *run) patches() error {
 				r.set("header_p99_us_1k", us(pct(lat, 99)))
 				fmt.Printf("header at 1k facts: p50 %v p99 %v (%d reads)\n", pct(lat, 50), pct(lat, 99), len(lat))
 				paused += time.Since(t0)
+				pausedCPU += r.d.cpu() - c0
 			}
 			ws = time.Now()
 		}
 	}
 	el := time.Since(start) - paused
+	cpu := r.cpuPerOp("patch_seq", r.d.cpu()-cpu0-pausedCPU, n)
 	r.set("patch_seq_per_s", float64(n)/el.Seconds())
 	if len(rates) > 0 {
 		r.set("patch_seq_first_per_s", rates[0])
 		r.set("patch_seq_last_per_s", rates[len(rates)-1])
 	}
-	fmt.Printf("patches seq:       %d appends (0 -> %d facts) = %.0f/s; per %d: %s (target >= 2500/s, flat)\n", n, n, float64(n)/el.Seconds(), window, fmtRates(rates))
+	fmt.Printf("patches seq:       %d appends (0 -> %d facts) = %.0f/s, daemon CPU %s/patch; per %d: %s (target >= 2500/s, flat)\n", n, n, float64(n)/el.Seconds(), cpu, window, fmtRates(rates))
 
 	w := r.cfg.writers
 	if w < 2 {
@@ -298,7 +309,7 @@ func (r *run) patches() error {
 		}
 	}
 	errs := make(chan error, w)
-	start = time.Now()
+	start, cpu0 = time.Now(), r.d.cpu()
 	for _, t := range tids {
 		go func() {
 			for i := 1; i <= per; i++ {
@@ -319,8 +330,9 @@ func (r *run) patches() error {
 		return err
 	}
 	el = time.Since(start)
+	cpu = r.cpuPerOp("patch_conc", r.d.cpu()-cpu0, per*w)
 	r.set("patch_conc_per_s", float64(per*w)/el.Seconds())
-	fmt.Printf("patches %d writers: %d x %d appends = %.0f/s (target >= 10000/s)\n", w, w, per, float64(per*w)/el.Seconds())
+	fmt.Printf("patches %d writers: %d x %d appends = %.0f/s, daemon CPU %s/patch (target >= 10000/s)\n", w, w, per, float64(per*w)/el.Seconds(), cpu)
 	return nil
 }
 
@@ -388,15 +400,28 @@ func (r *run) puts(corp *corpus) error {
 		if err != nil {
 			return err
 		}
+		cpu0 := r.d.cpu()
 		el, err := r.putMany(corp, tid, 1_000_000*c, r.cfg.big, 100*1024, c)
 		if err != nil {
 			return err
 		}
+		cpu := r.cpuPerOp(fmt.Sprintf("put_100k_c%d", c), r.d.cpu()-cpu0, r.cfg.big)
 		key := fmt.Sprintf("put_100k_c%d_per_s", c)
 		r.set(key, float64(r.cfg.big)/el.Seconds())
-		fmt.Printf("puts 100 KB %s:   %d over %d conn(s) = %.0f/s (target >= 2000/s)\n", r.kind(), r.cfg.big, c, float64(r.cfg.big)/el.Seconds())
+		fmt.Printf("puts 100 KB %s:   %d over %d conn(s) = %.0f/s, daemon CPU %s/put (target >= 2000/s)\n", r.kind(), r.cfg.big, c, float64(r.cfg.big)/el.Seconds(), cpu)
 	}
 	return nil
+}
+
+// cpuPerOp records the daemon's CPU per operation of a phase (indexing behind the puts
+// counts only as far as it ran during the phase) and returns it for printing.
+func (r *run) cpuPerOp(key string, cpu time.Duration, n int) string {
+	if cpu <= 0 || n == 0 {
+		return "?"
+	}
+	per := cpu / time.Duration(n)
+	r.set(key+"_cpu_us", float64(per)/1e3)
+	return per.Round(time.Microsecond).String()
 }
 
 func (r *run) kind() string {
@@ -418,24 +443,28 @@ func (r *run) load(corp *corpus, from, to int, sid string) (string, error) {
 	c := r.cfg.conns[len(r.cfg.conns)-1]
 	if from == 0 {
 		one := to / 5
+		cpu0 := r.d.cpu()
 		el, err := r.putMany(corp, sid, 0, one, 2048, 1)
 		if err != nil {
 			return "", err
 		}
+		cpu := r.cpuPerOp("put_2k_c1", r.d.cpu()-cpu0, one)
 		r.set("put_2k_c1_per_s", float64(one)/el.Seconds())
-		fmt.Printf("puts 2 KB %s:     %d over 1 conn = %.0f/s (target >= 5000/s)\n", r.kind(), one, float64(one)/el.Seconds())
+		fmt.Printf("puts 2 KB %s:     %d over 1 conn = %.0f/s, daemon CPU %s/put (target >= 5000/s)\n", r.kind(), one, float64(one)/el.Seconds(), cpu)
 		from = one
 	}
+	cpu0 := r.d.cpu()
 	el, err := r.putMany(corp, sid, from, to-from, 2048, c)
 	if err != nil {
 		return "", err
 	}
-	key := fmt.Sprintf("put_2k_c%d_per_s", c)
+	key := fmt.Sprintf("put_2k_c%d", c)
 	if from >= r.cfg.small {
-		key = fmt.Sprintf("put_2k_c%d_to%dk_per_s", c, to/1000)
+		key = fmt.Sprintf("put_2k_c%d_to%dk", c, to/1000)
 	}
-	r.set(key, float64(to-from)/el.Seconds())
-	fmt.Printf("puts 2 KB %s:     %d over %d conns (thread at %d -> %d) = %.0f/s\n", r.kind(), to-from, c, from, to, float64(to-from)/el.Seconds())
+	cpu := r.cpuPerOp(key, r.d.cpu()-cpu0, to-from)
+	r.set(key+"_per_s", float64(to-from)/el.Seconds())
+	fmt.Printf("puts 2 KB %s:     %d over %d conns (thread at %d -> %d) = %.0f/s, daemon CPU %s/put\n", r.kind(), to-from, c, from, to, float64(to-from)/el.Seconds(), cpu)
 	return sid, nil
 }
 
@@ -542,6 +571,7 @@ func (r *run) searches(corp *corpus, sid, at string) error {
 	for _, kind := range []string{"one", "two", "phrase", "prefix", "miss"} {
 		var lat []time.Duration
 		hits := 0
+		cpu0 := r.d.cpu()
 		for _, q := range corp.queries(kind, r.cfg.queries) {
 			t0 := time.Now()
 			h, err := r.search(sid, q)
@@ -552,9 +582,10 @@ func (r *run) searches(corp *corpus, sid, at string) error {
 			hits += h
 		}
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		cpu := r.cpuPerOp("search_"+kind+"_"+at, r.d.cpu()-cpu0, len(lat))
 		r.set("search_"+kind+"_p50_ms_"+at, ms(pct(lat, 50)))
 		r.set("search_"+kind+"_p99_ms_"+at, ms(pct(lat, 99)))
-		fmt.Printf("search %-6s at %s: p50 %v p99 %v max %v, avg %.1f hits (target p99 < 5 ms at 10k, < 10 ms at 100k)\n", kind, at, pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond), float64(hits)/float64(len(lat)))
+		fmt.Printf("search %-6s at %s: p50 %v p99 %v max %v, daemon CPU %s/query, avg %.1f hits (target p99 < 5 ms at 10k, < 10 ms at 100k)\n", kind, at, pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond), cpu, float64(hits)/float64(len(lat)))
 	}
 	return nil
 }

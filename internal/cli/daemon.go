@@ -225,6 +225,7 @@ func logTail(path string, offset int64) string {
 
 func upForeground(ctx context.Context, opts *UpOptions, home string, port int, token string, dc daemonConfig) error {
 	warnExposed(opts.F.IO.ErrOut, opts.Host, token)
+	server.LimitMemory()
 	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
 		LogLevel: dc.LogLevel, Sync: dc.Sync, Mirror: dc.Mirror, Capabilities: dc.Capabilities, Ready: func(info relayhome.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)

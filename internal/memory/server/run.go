@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -135,4 +136,17 @@ func listen(host string, port int) (net.Listener, int, error) {
 		}
 	}
 	return nil, 0, fmt.Errorf("cannot listen on %s ports %d-%d: %w; pick another with relay up --port N", host, port, port+portTries-1, last)
+}
+
+// daemonMemoryLimit is the daemon's soft Go heap limit: past it the collector runs more
+// often instead of letting the heap double after each burst of large artifacts. It is
+// soft: a bigger live heap is never refused, only collected harder.
+const daemonMemoryLimit = 40 << 20
+
+// LimitMemory sets the daemon's soft memory limit unless the user set GOMEMLIMIT. It is
+// process-wide, so the daemon's command calls it, not Run (tests run daemons in-process).
+func LimitMemory() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(daemonMemoryLimit)
+	}
 }

@@ -43,6 +43,9 @@ var (
 	snapshotMinBytes    = 64 << 10 // small documents are not snapshotted more often than this
 )
 
+// readerCacheKB is each read connection's SQLite page cache.
+const readerCacheKB = 512
+
 // cacheBytes bounds the state cache, in encoded JSON; the decoded states take a few times this.
 const cacheBytes = 16 << 20
 
@@ -157,14 +160,14 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	default:
 		return nil, fmt.Errorf("unknown sync mode %q; use full or normal", opt.Sync)
 	}
-	dsn := func(extra string) string {
+	dsn := func(extra ...string) string {
 		q := url.Values{}
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+syncMode+")")
 		q.Add("_pragma", "busy_timeout(10000)")
 		q.Add("_pragma", "foreign_keys(1)")
-		if extra != "" {
-			q.Add("_pragma", extra)
+		for _, e := range extra {
+			q.Add("_pragma", e)
 		}
 		q.Set("_txlock", "immediate")
 		return "file:" + path + "?" + q.Encode()
@@ -177,13 +180,16 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	r, err := sql.Open("sqlite", dsn("query_only(1)"))
+	// Readers keep a small page cache each (SQLite's default is 2 MB per connection) and
+	// close when idle: the daemon's memory after a burst of reads goes back down.
+	r, err := sql.Open("sqlite", dsn("query_only(1)", fmt.Sprintf("cache_size(%d)", -readerCacheKB)))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	r.SetMaxIdleConns(8)
+	r.SetMaxIdleConns(2)
+	r.SetConnMaxIdleTime(30 * time.Second)
 	ck, err := sql.Open("sqlite", dsn(""))
 	if err != nil {
 		w.Close()
