@@ -44,7 +44,6 @@ var deviations = map[string]string{
 	"apply-multi-diff/standard-diff/performance-simple__large-hunk-performance-test":                   nlDev,
 	"apply-multi-diff/standard-diff/success__handle-empty-lines-modification":                          nlDev,
 
-	"apply-multi-diff/search-replace/complex-scenarios__constrained-search-with-end-line":         "apply-multi-diff replaces a substring inside a line; relay matches whole lines",
 	"apply-multi-diff/search-replace/edge-cases__first-of-ambiguous-match-is-replaced":            "apply-multi-diff takes the first of two equal matches; relay refuses an ambiguous match",
 	"apply-multi-diff/search-replace/edge-cases__remove-extra-blank-lines":                        "a lone blank SEARCH line is an empty SEARCH (as in Roo/diff-apply), and two blank lines would be ambiguous anyway",
 	"apply-multi-diff/search-replace/edge-cases__replace-block-with-trailing-newline":             "a blank line before >>>>>>> REPLACE is content (as in Roo/diff-apply); apply-multi-diff drops it",

@@ -111,6 +111,12 @@ func applyEditList(content string, edits []Edit) (Result, error) {
 // applyOneEdit runs the matching cascade: exact, then whitespace-tolerant
 // (trailing whitespace, runs of spaces, line endings), then indentation-tolerant.
 func applyOneEdit(content string, e Edit) (string, BlockResult, error) {
+	return applyOneEditIn(content, e, 0, -1)
+}
+
+// applyOneEditIn is applyOneEdit counting only occurrences that start on
+// lines lo..hi (1-based; hi < 0 means no limit).
+func applyOneEditIn(content string, e Edit, lo, hi int) (string, BlockResult, error) {
 	old, nw := e.OldString, e.NewString
 	if old == nw {
 		return "", BlockResult{}, &EditError{Err: ErrEditNoOp}
@@ -128,6 +134,15 @@ func applyOneEdit(content string, e Edit) (string, BlockResult, error) {
 	}
 	for _, lv := range []level{lvExact, lvTrailing, lvIndent} {
 		locs := findEdit(content, old, lv)
+		if lo > 0 || hi >= 0 {
+			var in [][2]int
+			for _, l := range locs {
+				if n := strings.Count(content[:l[0]], "\n") + 1; n >= lo && (hi < 0 || n <= hi) {
+					in = append(in, l)
+				}
+			}
+			locs = in
+		}
 		if len(locs) == 0 {
 			continue
 		}

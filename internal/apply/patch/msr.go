@@ -316,7 +316,52 @@ func applySR(d doc, body string, opts Options) (Result, error) {
 		d.normalizeEOL()
 	}
 	en := &engine{s: MultiSearchReplace, d: d, opts: opts, seqOK: true}
-	return en.run(edits)
+	res, err := en.run(edits)
+	var ae *ApplyError
+	if err != nil && errors.As(err, &ae) && !ae.AlreadyApplied {
+		// Agent tools (Cline, Claude Code) send SEARCH text that is part of a
+		// line: when the blocks do not all match as lines, they may still all
+		// match as unique substrings (inside their line range, when given).
+		if r2, ok := applySRAsEdits(d, blocks); ok {
+			return r2, nil
+		}
+	}
+	return res, err
+}
+
+// applySRAsEdits applies every block as an old_string/new_string edit, or
+// reports false when any block does not apply that way.
+func applySRAsEdits(d doc, blocks []srBlock) (Result, bool) {
+	content := d.render(d.lines, d.eols)
+	if len(d.lines) == 0 {
+		return Result{}, false
+	}
+	var out []BlockResult
+	for i, b := range blocks {
+		if len(b.search) == 0 || isBlank(strings.Join(b.search, "")) {
+			return Result{}, false
+		}
+		e := Edit{OldString: strings.Join(b.search, "\n"), NewString: strings.Join(b.replace, "\n")}
+		if e.OldString == e.NewString {
+			out = append(out, BlockResult{Index: i + 1, Status: "no-op", Method: "none"})
+			continue
+		}
+		lo, hi := 0, -1
+		if b.start > 0 {
+			lo, hi = b.start, b.start
+			if b.end >= b.start {
+				hi = b.end
+			}
+		}
+		next, br, err := applyOneEditIn(content, e, lo, hi)
+		if err != nil {
+			return Result{}, false
+		}
+		br.Index = i + 1
+		out = append(out, br)
+		content = next
+	}
+	return Result{Content: content, Strategy: MultiSearchReplace, Blocks: out}, true
 }
 
 // srHunk turns a SEARCH/REPLACE pair into hunk lines: lines REPLACE repeats

@@ -224,3 +224,17 @@ func TestPatternTruncatedAnswerIsCutOff(t *testing.T) {
 		t.Fatalf("miscounted hunk: %v", err)
 	}
 }
+
+// Edits inside a line: a SEARCH that is part of a line (as Cline and Claude
+// Code send) replaces the unique substring; twice is refused; a line range
+// picks among equal ones.
+func TestPatternEditsInsideALine(t *testing.T) {
+	orig := "const a = compute(x, y);\nconst b = 2;\n"
+	res := applyOK(t, orig, MultiSearchReplace, sr([2]string{"compute(x, y)\n", "compute(x, y, z)\n"}))
+	wantContent(t, res.Content, "const a = compute(x, y, z);\nconst b = 2;\n")
+	if _, err := Apply("f(x);\nf(x);\n", true, MultiSearchReplace, sr([2]string{"f(x)\n", "g(x)\n"}), Options{}); err == nil {
+		t.Fatal("a substring found twice was replaced")
+	}
+	res = applyOK(t, "f(x);\nf(x);\n", MultiSearchReplace, "<<<<<<< SEARCH\n:start_line:2\n-------\nf(x)\n=======\ng(x)\n>>>>>>> REPLACE\n")
+	wantContent(t, res.Content, "f(x);\ng(x);\n")
+}
