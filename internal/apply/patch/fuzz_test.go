@@ -111,8 +111,9 @@ func FuzzParse(f *testing.F) {
 		r, err := Parse(text)
 		if err != nil {
 			var np *NotPatchError
-			if !errors.As(err, &np) || np.Reason == "" {
-				t.Fatalf("error is %T %v, want *NotPatchError with a reason", err, err)
+			var cut *CutOffError
+			if !(errors.As(err, &np) && np.Reason != "") && !(errors.As(err, &cut) && cut.Reason != "") {
+				t.Fatalf("error is %T %v, want *NotPatchError or *CutOffError with a reason", err, err)
 			}
 			return
 		}
