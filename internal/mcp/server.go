@@ -179,6 +179,7 @@ func New(jobs Jobs) *Server {
 	s.srv.AddTool(&sdk.Tool{Name: "ask", Description: askDescription, InputSchema: askSchema(jobs.Backends)}, s.handleAsk)
 	s.srv.AddTool(&sdk.Tool{Name: "apply", Description: applyDescription, InputSchema: applySchema}, s.handleApply)
 	s.srv.AddTool(&sdk.Tool{Name: "memory", Description: memoryDescription, InputSchema: memorySchema()}, s.handleMemory)
+	s.addPrompts()
 	s.srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		Name: "artifact", URITemplate: "relay://{thread}/artifacts/{ref}",
 		Description: "an artifact of a relay memory thread",

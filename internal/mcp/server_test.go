@@ -385,3 +385,20 @@ func FuzzParseURI(f *testing.F) {
 		}
 	})
 }
+
+func TestPrompts(t *testing.T) {
+	h := start(t, Jobs{})
+	ctx := context.Background()
+	list, err := h.session.ListPrompts(ctx, nil)
+	if err != nil || len(list.Prompts) != 2 || list.Prompts[0].Name != "relay-apply" || list.Prompts[1].Name != "relay-ask" {
+		t.Fatalf("prompts: %v %+v", err, list)
+	}
+	res, err := h.session.GetPrompt(ctx, &sdk.GetPromptParams{Name: "relay-ask", Arguments: map[string]string{"request": "to:codex review the retry loop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Messages[0].Content.(*sdk.TextContent).Text
+	if !strings.Contains(text, "for this request: to:codex review the retry loop") || strings.Contains(text, "{{") {
+		t.Fatalf("prompt text:\n%s", text)
+	}
+}
