@@ -62,7 +62,7 @@ func newCmdStateHeader(f *Factory) *cobra.Command {
 	}
 	threadFlag(cmd, f, &opts.ThreadID)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print compact JSON (one line)")
-	cmd.Flags().StringVar(&opts.Since, "since", "", "print only what changed since this version (v7): a JSON Patch, or the full header when that is smaller")
+	cmd.Flags().StringVar(&opts.Since, "since", "", "print only what changed since this version (v7), or the full header when that is smaller")
 	return cmd
 }
 
@@ -84,15 +84,11 @@ func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
 		if err != nil {
 			return apiErr(err, id)
 		}
-		if d.Full != nil {
-			fmt.Fprintf(opts.F.IO.ErrOut, "note: full header (v%d); a patch since v%d would not be smaller\n", d.Version, since)
+		if d.Delta == nil {
+			fmt.Fprintf(opts.F.IO.ErrOut, "note: full header (v%d); what changed since v%d would not be smaller\n", d.Version, since)
 			return printDoc(opts.F.IO.Out, d.Full, opts.JSON)
 		}
-		b, err := json.Marshal(d)
-		if err != nil {
-			return err
-		}
-		return printDoc(opts.F.IO.Out, b, opts.JSON)
+		return printDoc(opts.F.IO.Out, d.Delta, opts.JSON)
 	}
 	h, truncated, err := c.Header(ctx, id)
 	if err != nil {
@@ -133,7 +129,7 @@ func printDoc(w io.Writer, raw []byte, compact bool) error {
 type StateGetOptions struct {
 	F        *Factory
 	ThreadID string
-	Version  int
+	Version  string
 	JSON     bool
 }
 
@@ -148,7 +144,7 @@ func newCmdStateGet(f *Factory) *cobra.Command {
 		},
 	}
 	threadFlag(cmd, f, &opts.ThreadID)
-	cmd.Flags().IntVar(&opts.Version, "version", 0, "read this earlier version (default: latest)")
+	cmd.Flags().StringVar(&opts.Version, "version", "", "read this earlier version, v7 or 7 (default: latest)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print compact JSON (one line)")
 	return cmd
 }
@@ -158,14 +154,19 @@ func stateGetRun(ctx context.Context, opts *StateGetOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Version < 0 {
-		return Usagef("--version must be a positive version number")
+	version := 0
+	if opts.Version != "" {
+		n, ok := parseStateRef(opts.Version)
+		if !ok {
+			return Usagef("--version must be a version like v7 or 7")
+		}
+		version = n
 	}
 	c, id, err := threadClient(ctx, opts.F, id)
 	if err != nil {
 		return err
 	}
-	doc, err := c.State(ctx, id, opts.Version)
+	doc, err := c.State(ctx, id, version)
 	if err != nil {
 		return apiErr(err, id)
 	}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -231,4 +232,46 @@ func ValidRef(s string) bool {
 		}
 	}
 	return true
+}
+
+// MinShortRef is the shortest abbreviation of a ref that is accepted or shown.
+const MinShortRef = 6
+
+// IsRefPrefix reports whether s can abbreviate a ref: MinShortRef to 25 lowercase hex digits.
+func IsRefPrefix(s string) bool {
+	if len(s) < MinShortRef || len(s) >= 26 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ShortRef abbreviates key (an artifact's hash) to its shortest prefix, at least MinShortRef
+// long, that no other key shares; prev and next are its neighbours in sorted order ("" when
+// none). Like a git abbreviation it is unique when made and may need a digit more later.
+func ShortRef(ref, prev, next string) string {
+	n := max(MinShortRef, commonPrefix(ref, prev)+1, commonPrefix(ref, next)+1)
+	if n >= len(ref) {
+		return ref
+	}
+	return ref[:n]
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// RefShortener is implemented by stores that can abbreviate refs: ShortRef returns the form
+// the header shows for ref in thread id (the full ref when it cannot do better).
+type RefShortener interface {
+	ShortRef(ctx context.Context, threadID, ref string) string
 }

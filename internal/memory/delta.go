@@ -7,31 +7,37 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/relaydev/relay/internal/memory/statedoc"
 )
 
-// HeaderChange is what GET /threads/{id}/state/header?since=vN answers: either Patch (an RFC
-// 6902 JSON Patch from the header at Since to the header at Version) or, when no smaller patch
-// exists or Since cannot be read, the full header in Full.
+// HeaderChange is what GET /threads/{id}/state/header?since=vN answers: either Delta (what
+// changed from the header at Since to the header at Version, see statedoc.HeaderDelta) or,
+// when no smaller delta exists or Since cannot be read, the full header in Full.
 type HeaderChange struct {
 	Since     int
 	Version   int
-	Patch     json.RawMessage // nil when Full is set
+	Delta     json.RawMessage // members that changed; nil when Full is set
 	Full      json.RawMessage
 	Truncated bool
 }
 
-// DeltaJSON renders the delta body: {"since":7,"v":9,"patch":[…]}. Only meaningful when Patch is set.
+// DeltaJSON renders the delta body: {"since":7,"v":9,…changed members}. Only meaningful
+// when Delta is set.
 func (c HeaderChange) DeltaJSON() []byte {
-	b := fmt.Appendf(nil, `{"since":%d,"v":%d,"patch":`, c.Since, c.Version)
-	b = append(b, c.Patch...)
+	b := fmt.Appendf(nil, `{"since":%d,"v":%d`, c.Since, c.Version)
+	if len(c.Delta) > 2 {
+		b = append(b, ',')
+		b = append(b, c.Delta[1:]...)
+		return b
+	}
 	return append(b, '}')
 }
 
 // HeaderSince computes the change of a thread's header since version since. Both headers are
-// rendered with the thread's current counters, so the patch carries state changes only; the
+// rendered with the thread's current counters, so the delta carries state changes only; the
 // live counters (metrics) change without a new version and are read from a full header.
 func HeaderSince(ctx context.Context, st Store, id string, since int) (HeaderChange, error) {
 	cur, err := st.Header(ctx, id)
@@ -43,7 +49,7 @@ func HeaderSince(ctx context.Context, st Store, id string, since int) (HeaderCha
 		return ch, nil // unknown to this thread: the full header is the only honest answer
 	}
 	if since == cur.Version {
-		ch.Patch, ch.Full = json.RawMessage(`[]`), nil
+		ch.Delta, ch.Full = json.RawMessage(`{}`), nil
 		return ch, nil
 	}
 	th, err := st.GetThread(ctx, id)
@@ -65,12 +71,12 @@ func HeaderSince(ctx context.Context, st Store, id string, since int) (HeaderCha
 	if oh == nil {
 		return ch, nil // an old version the current rules cannot summarize: send it all
 	}
-	p, err := statedoc.HeaderDelta(oh, cur.JSON)
+	d, err := statedoc.HeaderDelta(oh, cur.JSON)
 	if err != nil {
 		return HeaderChange{}, fmt.Errorf("diff header of thread %s since v%d: %w", id, since, err)
 	}
-	if p != nil {
-		ch.Patch, ch.Full = p, nil
+	if d != nil {
+		ch.Delta, ch.Full = d, nil
 	}
 	return ch, nil
 }
@@ -87,19 +93,49 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 	if len(vs) == 0 || vs[0].Version != old.Version {
 		return nil, nil
 	}
-	arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: refBound(vs[0].CreatedAt.Time), Limit: statedoc.MaxArtifactRefs})
+	// Refs carry milliseconds only: an artifact stored after the version within the same
+	// millisecond sorts below the bound, so the events after the version name those.
+	bound := refBound(vs[0].CreatedAt.Time)
+	later := map[string]bool{}
+	evs, err := st.Events(ctx, id, vs[0].EventID, 64)
 	if err != nil {
 		return nil, err
 	}
-	recent := make([]statedoc.ArtifactRef, len(arts))
-	for i, a := range arts { // newest first from the store; the header wants oldest first
-		recent[len(arts)-1-i] = statedoc.ArtifactRef{Ref: a.Ref, Type: a.Type, Name: a.Name}
+	for _, e := range evs {
+		if e.Type != EventArtifactStored {
+			continue
+		}
+		var d struct {
+			Ref string `json:"ref"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil && d.Ref < bound {
+			later[d.Ref] = true
+		}
 	}
+	arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: bound, Limit: 2*statedoc.MaxArtifactRefs + len(later)})
+	if err != nil {
+		return nil, err
+	}
+	var recent []statedoc.ArtifactRef
+	for _, a := range arts { // newest first from the store; the header wants oldest first
+		if later[a.Ref] || a.Provenance.CreatedBy == ReportAuthor {
+			continue
+		}
+		recent = append(recent, statedoc.ArtifactRef{Ref: a.Ref, Type: a.Type, Name: a.Name})
+		if len(recent) == statedoc.MaxArtifactRefs {
+			break
+		}
+	}
+	slices.Reverse(recent)
 	sd, err := statedoc.Parse(old.Doc)
 	if err != nil {
 		return nil, nil
 	}
-	h, _, err := sd.HeaderWithArtifacts(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent)
+	var short func(string) string
+	if rs, ok := st.(RefShortener); ok {
+		short = func(ref string) string { return rs.ShortRef(ctx, id, ref) }
+	}
+	h, _, err := sd.HeaderFor(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent, short)
 	if err != nil {
 		return nil, nil
 	}

@@ -262,14 +262,15 @@ func (c *Client) Header(ctx context.Context, id string) (json.RawMessage, bool, 
 	return bytes.TrimSpace(b), resp.Header.Get("X-Relay-Truncated") == "true", err
 }
 
-// HeaderDelta is the answer of GET /threads/{id}/state/header?since=vN: Patch (RFC 6902, from
-// the header at Since to the header at Version) when Full is nil, else the full header.
+// HeaderDelta is the answer of GET /threads/{id}/state/header?since=vN: Delta, the body
+// {"since":N,"v":M,…changed members} (apply it with statedoc.ApplyHeaderDelta), or, when Delta
+// is nil, the full header in Full (the delta would not have been smaller, or vN is unknown).
 type HeaderDelta struct {
-	Since     int             `json:"since"`
-	Version   int             `json:"v"`
-	Patch     json.RawMessage `json:"patch,omitempty"`
-	Full      json.RawMessage `json:"-"`
-	Truncated bool            `json:"-"`
+	Since     int
+	Version   int
+	Delta     json.RawMessage
+	Full      json.RawMessage
+	Truncated bool
 }
 
 // HeaderSince calls GET /threads/{id}/state/header?since=vN: what changed in the header since
@@ -284,18 +285,21 @@ func (c *Client) HeaderSince(ctx context.Context, id string, since int) (HeaderD
 	if err != nil {
 		return HeaderDelta{}, err
 	}
+	b = bytes.TrimSpace(b)
 	d := HeaderDelta{Since: since, Truncated: resp.Header.Get("X-Relay-Truncated") == "true"}
 	d.Version, _ = strconv.Atoi(resp.Header.Get("X-Relay-Version"))
-	if resp.Header.Get("X-Relay-Delta") != "patch" {
-		d.Full = bytes.TrimSpace(b)
+	if resp.Header.Get("X-Relay-Delta") != "delta" {
+		d.Full = b
 		return d, nil
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		return HeaderDelta{}, fmt.Errorf("read header delta: %w", err)
+	var head struct {
+		Since *int `json:"since"`
+		V     int  `json:"v"`
 	}
-	if d.Patch == nil {
-		return HeaderDelta{}, errors.New("read header delta: the daemon sent no patch")
+	if err := json.Unmarshal(b, &head); err != nil || head.Since == nil {
+		return HeaderDelta{}, fmt.Errorf("read header delta: not a delta body (%v)", err)
 	}
+	d.Version, d.Delta = head.V, b
 	return d, nil
 }
 

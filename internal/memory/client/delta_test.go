@@ -8,6 +8,7 @@ import (
 	"github.com/relaydev/relay/internal/memory/jsonpatch"
 	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/memory/sqlite"
+	"github.com/relaydev/relay/internal/memory/statedoc"
 )
 
 // TestHeaderSince goes through the real HTTP route: a delta since an older version applies
@@ -38,10 +39,10 @@ func TestHeaderSince(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Full != nil || d.Version != res.Version || d.Since != res.Version-1 {
-		t.Fatalf("delta = %+v, want a patch to v%d", d, res.Version)
+	if d.Delta == nil || d.Version != res.Version || d.Since != res.Version-1 {
+		t.Fatalf("delta = %+v, want a delta to v%d", d, res.Version)
 	}
-	got, err := jsonpatch.Apply(old, d.Patch)
+	got, err := statedoc.ApplyHeaderDelta(old, d.Delta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +50,10 @@ func TestHeaderSince(t *testing.T) {
 	a, _ := jsonpatch.Decode(got)
 	b, _ := jsonpatch.Decode(cur)
 	if !jsonpatch.Equal(a, b) {
-		t.Fatalf("old header + patch =\n%s\nwant\n%s", got, cur)
+		t.Fatalf("old header + delta =\n%s\nwant\n%s", got, cur)
 	}
 	full, err := c.HeaderSince(ctx, th.ID, 99)
-	if err != nil || full.Full == nil || full.Patch != nil || full.Version != res.Version {
+	if err != nil || full.Full == nil || full.Delta != nil || full.Version != res.Version {
 		t.Fatalf("since v99: %+v, %v; want the full header", full, err)
 	}
 	if err := c.getJSON(ctx, "/threads/"+th.ID+"/state/header?since=abc", nil); !IsCode(err, "bad_request") {

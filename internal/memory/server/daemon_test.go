@@ -130,7 +130,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("state v1 %d %s", code, b)
 	}
 	code, h, b = a.do("GET", "/threads/"+tid+"/state/header", "", nil)
-	if code != 200 || h.Get("ETag") != `"v4"` || !bytes.Contains(b, []byte(`"top_facts"`)) || len(b) > 2049 {
+	if code != 200 || h.Get("ETag") != `"v4"` || !bytes.Contains(b, []byte(`"facts"`)) || len(b) > 2049 {
 		t.Fatalf("header %d %s", code, b)
 	}
 	code, _, b = a.do("GET", "/threads/"+tid+"/state/versions?after=1", "", nil)

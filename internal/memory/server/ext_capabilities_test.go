@@ -102,7 +102,7 @@ func TestCapRoutes(t *testing.T) {
 		t.Fatalf("stats: %d %s", code, raw)
 	}
 	hdr, _ := st.Header(ctx, th.ID)
-	if !strings.Contains(string(hdr.JSON), `"cache_hits":1`) {
+	if !strings.Contains(string(hdr.JSON), `"hits":1`) {
 		t.Fatalf("header metrics: %s", hdr.JSON)
 	}
 

@@ -135,9 +135,17 @@ func notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
 }
 
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request) error {
-	v, err := intParam(r, "version", 0, 1<<31)
-	if err != nil {
+	var v int64
+	if q := r.URL.Query().Get("version"); strings.HasPrefix(q, "v") || strings.HasPrefix(q, "V") {
+		n, ok := parseVersion(q)
+		if !ok {
+			return badRequest("version=%q must name a version like v7", q)
+		}
+		v = int64(n)
+	} else if n, err := intParam(r, "version", 0, 1<<31); err != nil {
 		return err
+	} else {
+		v = n
 	}
 	st, err := s.store.State(r.Context(), r.PathValue("id"), int(v))
 	if err != nil {
@@ -171,9 +179,9 @@ func (s *Server) handleHeader(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// handleHeaderSince answers ?since=vN with a JSON Patch from the header at vN to the current
-// one ({"since":N,"v":M,"patch":[…]}, X-Relay-Delta: patch), or with the full header
-// (X-Relay-Delta: full) when the patch would not be smaller or vN is unknown.
+// handleHeaderSince answers ?since=vN with what changed since the header at vN
+// ({"since":N,"v":M,…}, X-Relay-Delta: delta), or with the full header (X-Relay-Delta: full)
+// when the delta would not be smaller or vN is unknown.
 func (s *Server) handleHeaderSince(w http.ResponseWriter, r *http.Request, q string) error {
 	since, ok := parseVersion(q)
 	if !ok {
@@ -188,12 +196,12 @@ func (s *Server) handleHeaderSince(w http.ResponseWriter, r *http.Request, q str
 	if ch.Truncated {
 		w.Header().Set("X-Relay-Truncated", "true")
 	}
-	if ch.Patch == nil {
+	if ch.Delta == nil {
 		w.Header().Set("X-Relay-Delta", "full")
 		writeRawJSON(w, http.StatusOK, ch.Full)
 		return nil
 	}
-	w.Header().Set("X-Relay-Delta", "patch")
+	w.Header().Set("X-Relay-Delta", "delta")
 	writeRawJSON(w, http.StatusOK, ch.DeltaJSON())
 	return nil
 }

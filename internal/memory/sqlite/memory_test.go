@@ -247,7 +247,7 @@ func TestEventsAndSubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := s.Header(ctx, th.ID)
-	if !bytes.Contains(h.JSON, []byte(`"cache_hits":2`)) || !bytes.Contains(h.JSON, []byte(`"tokens_avoided":500`)) {
+	if !bytes.Contains(h.JSON, []byte(`"m":{"hits":2,"saved":500}`)) {
 		t.Errorf("header metrics not updated: %s", h.JSON)
 	}
 	if _, err := s.Events(ctx, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", 0, 10); !memory.IsNotFound(err) {

@@ -630,7 +630,8 @@ func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 	if err != nil {
 		return memory.Header{}, err
 	}
-	b, t, err := c.st.HeaderWithArtifacts(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided}, recent)
+	short := func(ref string) string { return s.ShortRef(ctx, id, ref) }
+	b, t, err := c.st.HeaderFor(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided}, recent, short)
 	if err != nil {
 		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
@@ -946,8 +947,9 @@ func (s *SQLite) GetArtifact(ctx context.Context, id, ref string) (memory.Artifa
 	if err := s.threadExists(ctx, id); err != nil {
 		return memory.Artifact{}, err
 	}
-	if !memory.ValidRef(ref) {
-		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
+	ref, err := s.resolveRef(ctx, id, ref)
+	if err != nil {
+		return memory.Artifact{}, err
 	}
 	a, err := scanArtifact(s.r.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -967,11 +969,11 @@ func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (memory.Ar
 	}
 	var b []byte
 	var enc int
-	if err := s.r.QueryRowContext(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, ref).Scan(&b, &enc); err != nil {
-		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+	if err := s.r.QueryRowContext(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, a.Ref).Scan(&b, &enc); err != nil {
+		return a, nil, fmt.Errorf("read content of artifact %s: %w", a.Ref, err)
 	}
 	if b, err = decodeContent(enc, b); err != nil {
-		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+		return a, nil, fmt.Errorf("read content of artifact %s: %w", a.Ref, err)
 	}
 	return a, b, nil
 }

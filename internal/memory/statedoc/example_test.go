@@ -19,6 +19,6 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// {"$schema":"com.relay.state.v1","thread_id":"th-1","version":2,"top_facts":[{"id":"f1","key":"phase","value":"done"}],"top_constraints":[],"open_questions":[],"next_steps":[],"artifact_refs":[],"last_actions":[],"metrics":{"cache_hits":3,"tokens_avoided":0},"totals":{"top_facts":1,"top_constraints":0,"open_questions":0,"next_steps":0,"artifact_refs":0,"last_actions":0}}
+	// {"t":"th-1","v":2,"facts":[{"id":"f1","key":"phase","value":"done"}],"m":{"hits":3}}
 	// state document does not match com.relay.state.v1: /facts: must be an array, got object
 }

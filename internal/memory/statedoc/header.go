@@ -26,14 +26,19 @@ type Metrics struct {
 }
 
 // Header returns the bounded header of a state document as compact JSON of at most
-// MaxHeaderBytes bytes. Its members, in order:
+// MaxHeaderBytes bytes. It is read by models on every hop, so its encoding is chosen by
+// o200k tokens rather than bytes: short member names, empty lists and zero counters left
+// out, numbers as numbers, no schema boilerplate. Members, in order:
 //
-//	$schema, thread_id, version,
-//	top_facts (newest 10), top_constraints (first 5), open_questions (first 5 open),
-//	next_steps (first 5 pending plan steps), artifact_refs (newest 10), last_actions (newest 5),
-//	metrics {cache_hits, tokens_avoided},
-//	totals {<list>: how many items the list was chosen from},
-//	truncated {<list>: how many items the size cap removed} (only when something was removed).
+//	t        the thread id's first 8 characters (any unique prefix names a thread)
+//	v        the state version (state_ref "v7")
+//	facts    newest 10 facts            constraints  first 5 constraints
+//	questions first 5 open questions    next         first 5 pending plan steps
+//	refs     newest 10 artifacts, each "<short ref> <name>" (short ref: see ShortRef)
+//	actions  newest 5 last actions
+//	n        {<list>: items the list was chosen from}, only for lists that show fewer
+//	cut      {<list>: items the 2 KB cap removed}, only when something was removed
+//	m        {"hits": cache hits, "saved": tokens avoided}, non-zero counters only
 //
 // Lists keep document order. Over the cap, items go oldest fact first, then oldest last
 // action, oldest artifact ref, and finally the last next step, open question and constraint.
@@ -54,6 +59,7 @@ func HeaderInfo(doc []byte, m Metrics) ([]byte, bool, error) {
 
 // finish renders the header, dropping items until it fits MaxHeaderBytes.
 func (h *header) finish() ([]byte, bool, error) {
+	h.compactRefs(h.short)
 	out := h.render(nil)
 	for len(out) > MaxHeaderBytes {
 		if !h.dropOne() {
@@ -75,7 +81,7 @@ const (
 	nLists
 )
 
-var headerNames = [nLists]string{"top_facts", "top_constraints", "open_questions", "next_steps", "artifact_refs", "last_actions"}
+var headerNames = [nLists]string{"facts", "constraints", "questions", "next", "refs", "actions"}
 
 // dropOrder lists which header list loses an item next, and from which end.
 var dropOrder = []struct {
@@ -91,6 +97,7 @@ type header struct {
 	totals                    [nLists]int
 	cacheHits, tokensAvoided  []byte
 	truncated                 map[int]int
+	short                     func(ref string) string // shortens artifact refs; nil keeps them
 }
 
 func newHeader() *header {
@@ -129,13 +136,14 @@ func (h *header) dropOne() bool {
 }
 
 func (h *header) render(b []byte) []byte {
-	b = append(b, `{"$schema":`...)
-	b = append(b, h.schema...)
-	b = append(b, `,"thread_id":`...)
-	b = append(b, h.threadID...)
-	b = append(b, `,"version":`...)
+	b = append(b, `{"t":`...)
+	b = append(b, shortThread(h.threadID)...)
+	b = append(b, `,"v":`...)
 	b = append(b, h.version...)
 	for i, name := range headerNames {
+		if len(h.lists[i]) == 0 {
+			continue
+		}
 		b = append(b, `,"`...)
 		b = append(b, name...)
 		b = append(b, `":[`...)
@@ -147,13 +155,16 @@ func (h *header) render(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = append(b, `,"metrics":{"cache_hits":`...)
-	b = append(b, h.cacheHits...)
-	b = append(b, `,"tokens_avoided":`...)
-	b = append(b, h.tokensAvoided...)
-	b = append(b, `},"totals":{`...)
+	first := true
 	for i, name := range headerNames {
-		if i > 0 {
+		shown := len(h.lists[i]) + h.truncated[i]
+		if h.totals[i] <= shown {
+			continue
+		}
+		if first {
+			b = append(b, `,"n":{`...)
+			first = false
+		} else {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
@@ -161,9 +172,11 @@ func (h *header) render(b []byte) []byte {
 		b = append(b, `":`...)
 		b = strconv.AppendInt(b, int64(h.totals[i]), 10)
 	}
-	b = append(b, '}')
+	if !first {
+		b = append(b, '}')
+	}
 	if len(h.truncated) > 0 {
-		b = append(b, `,"truncated":{`...)
+		b = append(b, `,"cut":{`...)
 		first := true
 		for i, name := range headerNames {
 			if n := h.truncated[i]; n > 0 {
@@ -179,7 +192,62 @@ func (h *header) render(b []byte) []byte {
 		}
 		b = append(b, '}')
 	}
+	hits, saved := !bytes.Equal(h.cacheHits, zero), !bytes.Equal(h.tokensAvoided, zero)
+	if hits || saved {
+		b = append(b, `,"m":{`...)
+		if hits {
+			b = append(b, `"hits":`...)
+			b = append(b, h.cacheHits...)
+		}
+		if saved {
+			if hits {
+				b = append(b, ',')
+			}
+			b = append(b, `"saved":`...)
+			b = append(b, h.tokensAvoided...)
+		}
+		b = append(b, '}')
+	}
 	return append(b, '}')
+}
+
+var zero = []byte("0")
+
+// shortThread keeps the first 8 characters of a thread id string (a JSON string literal).
+func shortThread(q []byte) []byte {
+	if len(q) > 10 && q[0] == '"' && bytes.IndexByte(q[1:9], '\\') < 0 {
+		return append(q[:9:9], '"')
+	}
+	return q
+}
+
+// compactRefs rewrites the refs list into "<short ref> <name>" strings: a ref costs about
+// 13 o200k tokens in full and 7 as a short prefix, and the object form adds 8 more.
+func (h *header) compactRefs(short func(string) string) {
+	for i, it := range h.lists[hArtifacts] {
+		var a struct {
+			Ref  any `json:"ref"`
+			Name any `json:"name"`
+		}
+		if json.Unmarshal(it, &a) != nil {
+			continue // not an object: kept as the document has it
+		}
+		ref, ok := a.Ref.(string)
+		if !ok {
+			continue
+		}
+		if short != nil {
+			ref = short(ref)
+		}
+		s := ref
+		if name, ok := a.Name.(string); ok && name != "" {
+			s += " " + name
+		}
+		b, err := json.Marshal(s)
+		if err == nil {
+			h.lists[hArtifacts][i] = b
+		}
+	}
 }
 
 // compact returns the compact form of one raw JSON value, validating it.

@@ -41,18 +41,17 @@ func items(n int, f func(i int) string) string {
 func fact(i int) string { return fmt.Sprintf(`{"id":"f%d","key":"k%d","value":%d}`, i, i, i) }
 
 type hdr struct {
-	Schema    string            `json:"$schema"`
-	ThreadID  string            `json:"thread_id"`
-	Version   int               `json:"version"`
-	Facts     []json.RawMessage `json:"top_facts"`
-	Cons      []json.RawMessage `json:"top_constraints"`
-	Questions []json.RawMessage `json:"open_questions"`
-	Steps     []json.RawMessage `json:"next_steps"`
-	Artifacts []json.RawMessage `json:"artifact_refs"`
-	Actions   []json.RawMessage `json:"last_actions"`
-	Metrics   map[string]int64  `json:"metrics"`
-	Totals    map[string]int    `json:"totals"`
-	Truncated map[string]int    `json:"truncated"`
+	ThreadID  string            `json:"t"`
+	Version   int               `json:"v"`
+	Facts     []json.RawMessage `json:"facts"`
+	Cons      []json.RawMessage `json:"constraints"`
+	Questions []json.RawMessage `json:"questions"`
+	Steps     []json.RawMessage `json:"next"`
+	Artifacts []json.RawMessage `json:"refs"`
+	Actions   []json.RawMessage `json:"actions"`
+	Metrics   map[string]int64  `json:"m"`
+	Totals    map[string]int    `json:"n"`
+	Truncated map[string]int    `json:"cut"`
 }
 
 func getHeader(t testing.TB, doc []byte, m Metrics) (hdr, []byte) {
@@ -81,7 +80,11 @@ func ids(raw []json.RawMessage) string {
 			Ref string `json:"ref"`
 			D   string `json:"description"`
 		}
-		_ = json.Unmarshal(r, &x)
+		if json.Unmarshal(r, &x) != nil {
+			var s string
+			_ = json.Unmarshal(r, &s)
+			x.Ref, _, _ = strings.Cut(s, " ")
+		}
 		if x.ID == "" && x.Ref == "" {
 			x.ID = x.D
 		}
@@ -122,17 +125,17 @@ func TestHeaderBounds(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("header lists (-want +got):\n%s", diff)
 	}
-	wantTotals := map[string]int{"top_facts": 25, "top_constraints": 8, "open_questions": 6, "next_steps": 6, "artifact_refs": 13, "last_actions": 7}
+	wantTotals := map[string]int{"facts": 25, "constraints": 8, "questions": 6, "next": 6, "refs": 13, "actions": 7}
 	if diff := cmp.Diff(wantTotals, h.Totals); diff != "" {
 		t.Errorf("totals (-want +got):\n%s", diff)
 	}
-	if h.Truncated != nil || bytes.Contains(raw, []byte("truncated")) {
+	if h.Truncated != nil || bytes.Contains(raw, []byte(`"cut"`)) {
 		t.Errorf("truncated set without need: %s", raw)
 	}
-	if h.Schema != Schema || h.ThreadID != "th-1" || h.Version != 1 {
+	if h.ThreadID != "th-1" || h.Version != 1 {
 		t.Errorf("identity: %+v", h)
 	}
-	if !bytes.HasPrefix(raw, []byte(`{"$schema":"com.relay.state.v1","thread_id":"th-1","version":1,"top_facts":[{"id":"f15","key":"k15","value":15}`)) {
+	if !bytes.HasPrefix(raw, []byte(`{"t":"th-1","v":1,"facts":[{"id":"f15","key":"k15","value":15}`)) {
 		t.Errorf("member order: %.120s", raw)
 	}
 }
@@ -148,7 +151,7 @@ func TestHeaderMetrics(t *testing.T) {
 		{Metrics{CacheHits: 7, TokensAvoided: 12345678901}, 7, 12345678901},
 	} {
 		h, _ := getHeader(t, doc, tt.m)
-		want := map[string]int64{"cache_hits": tt.hits, "tokens_avoided": tt.toks}
+		want := map[string]int64{"hits": tt.hits, "saved": tt.toks}
 		if diff := cmp.Diff(want, h.Metrics); diff != "" {
 			t.Errorf("metrics with %+v (-want +got):\n%s", tt.m, diff)
 		}
@@ -166,7 +169,7 @@ func TestHeaderCap(t *testing.T) {
 	if len(h.Facts) == 0 || len(h.Facts) >= 10 {
 		t.Fatalf("%d facts kept", len(h.Facts))
 	}
-	if n := h.Truncated["top_facts"]; n != 10-len(h.Facts) {
+	if n := h.Truncated["facts"]; n != 10-len(h.Facts) {
 		t.Errorf("truncated = %v with %d facts kept", h.Truncated, len(h.Facts))
 	}
 	if ids(h.Facts)[len(ids(h.Facts))-3:] != "f39" || ids(h.Cons) != "c1" {
@@ -189,7 +192,7 @@ func TestHeaderCap(t *testing.T) {
 		"facts":        `[{"id":"f","key":"k","value":1}]`,
 	})
 	h, _ = getHeader(t, doc, Metrics{})
-	wantTrunc := map[string]int{"top_facts": 1, "last_actions": 1, "top_constraints": 3}
+	wantTrunc := map[string]int{"facts": 1, "actions": 1, "constraints": 3}
 	if diff := cmp.Diff(wantTrunc, h.Truncated); diff != "" {
 		t.Errorf("truncated (-want +got):\n%s", diff)
 	}
@@ -217,7 +220,7 @@ func TestHeaderReadsAnyLayout(t *testing.T) {
 func TestHeaderTenThousandFacts(t *testing.T) {
 	doc := bigState(t, 10000)
 	h, raw := getHeader(t, doc, Metrics{CacheHits: 1})
-	if h.Totals["top_facts"] != 10000 || ids(h.Facts[len(h.Facts)-1:]) != "f9999" {
+	if h.Totals["facts"] != 10000 || ids(h.Facts[len(h.Facts)-1:]) != "f9999" {
 		t.Errorf("totals %v, last fact %s", h.Totals, ids(h.Facts))
 	}
 	t.Logf("header of a %d-byte, 10,000-fact state: %d bytes", len(doc), len(raw))
@@ -229,9 +232,10 @@ func TestHeaderErrors(t *testing.T) {
 			t.Errorf("Header(%q) = %s, want an error", doc, h)
 		}
 	}
+	// The thread id is cut to 8 characters, so no id can push the header over the cap.
 	long := strings.Repeat("z", 3000)
-	if _, err := Header([]byte(`{"thread_id":"`+long+`"}`), Metrics{}); err == nil || !strings.Contains(err.Error(), "cannot fit") {
-		t.Errorf("oversized thread id: %v", err)
+	if h, err := Header([]byte(`{"thread_id":"`+long+`"}`), Metrics{}); err != nil || !bytes.HasPrefix(h, []byte(`{"t":"zzzzzzzz","v":0}`)) {
+		t.Errorf("oversized thread id: %s, %v", h, err)
 	}
 }
 
@@ -272,12 +276,12 @@ func reference(doc []byte) map[string][]string {
 	lastN := func(l []json.RawMessage, n int) []json.RawMessage { return l[max(0, len(l)-n):] }
 	firstN := func(l []json.RawMessage, n int) []json.RawMessage { return l[:min(n, len(l))] }
 	return map[string][]string{
-		"top_facts":       compactAll(lastN(st["facts"], 10)),
-		"top_constraints": compactAll(firstN(st["constraints"], 5)),
-		"open_questions":  compactAll(firstN(filter(st["open_questions"], "open"), 5)),
-		"next_steps":      compactAll(firstN(filter(st["plan"], "pending"), 5)),
-		"artifact_refs":   compactAll(lastN(st["artifacts"], 10)),
-		"last_actions":    compactAll(lastN(st["last_actions"], 5)),
+		"facts":       compactAll(lastN(st["facts"], 10)),
+		"constraints": compactAll(firstN(st["constraints"], 5)),
+		"questions":   compactAll(firstN(filter(st["open_questions"], "open"), 5)),
+		"next":        compactAll(firstN(filter(st["plan"], "pending"), 5)),
+		"refs":        refStrings(compactAll(lastN(st["artifacts"], 10))),
+		"actions":     compactAll(lastN(st["last_actions"], 5)),
 	}
 }
 
@@ -339,4 +343,22 @@ func TestHeaderMatchesReference(t *testing.T) {
 func jq(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// refStrings turns {"ref":"r1"} items into the header's "r1" form.
+func refStrings(l []string) []string {
+	out := []string{}
+	for _, r := range l {
+		var x struct {
+			Ref  string `json:"ref"`
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal([]byte(r), &x)
+		s := x.Ref
+		if x.Name != "" {
+			s += " " + x.Name
+		}
+		out = append(out, jq(s))
+	}
+	return out
 }

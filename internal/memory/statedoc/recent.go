@@ -17,10 +17,17 @@ type ArtifactRef struct {
 // does not list, keeping the newest MaxArtifactRefs. Agents then see what was stored without
 // patching the state by hand, and the state's version does not move on every put.
 func (s *State) HeaderWithArtifacts(m Metrics, recent []ArtifactRef) ([]byte, bool, error) {
+	return s.HeaderFor(m, recent, nil)
+}
+
+// HeaderFor is HeaderWithArtifacts that writes refs in the form short returns (the store
+// passes the shortest thread-unique prefix; nil keeps full refs).
+func (s *State) HeaderFor(m Metrics, recent []ArtifactRef, short func(ref string) string) ([]byte, bool, error) {
 	h, err := collectValue(s.root, m)
 	if err != nil {
 		return nil, false, err
 	}
+	h.short = short
 	if len(recent) > 0 {
 		v, _ := s.root.Get("artifacts")
 		listed, _ := v.([]any)

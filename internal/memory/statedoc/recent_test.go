@@ -3,6 +3,7 @@ package statedoc
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,12 +24,9 @@ func TestHeaderWithArtifacts(t *testing.T) {
 		recent = append(recent, ArtifactRef{Ref: fmt.Sprintf("r%02d", i), Type: "text", Name: fmt.Sprintf("n%d.txt", i)})
 	}
 	recent[11] = ArtifactRef{Ref: "r-listed", Type: "markdown"} // stored and listed: once
-	type ref struct {
-		Ref, Type, Name string
-	}
 	var got struct {
-		Refs   []ref          `json:"artifact_refs"`
-		Totals map[string]int `json:"totals"`
+		Refs   []string       `json:"refs"`
+		Totals map[string]int `json:"n"`
 	}
 	b, _, err := st.HeaderWithArtifacts(Metrics{}, recent)
 	if err != nil {
@@ -37,15 +35,19 @@ func TestHeaderWithArtifacts(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	var want []ref
+	var want []string
 	for i := 1; i < 11; i++ {
-		want = append(want, ref{fmt.Sprintf("r%02d", i), "text", fmt.Sprintf("n%d.txt", i)})
+		want = append(want, fmt.Sprintf("r%02d n%d.txt", i, i))
 	}
 	if d := cmp.Diff(want, got.Refs); d != "" {
 		t.Errorf("artifact_refs (-want +got):\n%s", d)
 	}
-	if got.Totals["artifact_refs"] != 12 {
-		t.Errorf("totals.artifact_refs = %d, want 12 (1 listed + 11 stored only)", got.Totals["artifact_refs"])
+	if got.Totals["refs"] != 12 {
+		t.Errorf("n.refs = %d, want 12 (1 listed + 11 stored only)", got.Totals["refs"])
+	}
+	short, _, err := st.HeaderFor(Metrics{}, recent, func(ref string) string { return ref[:2] })
+	if err != nil || !json.Valid(short) || !strings.Contains(string(short), `"r0 n1.txt"`) {
+		t.Errorf("shortened refs: %s, %v", short, err)
 	}
 	plain, _, _ := st.Header(Metrics{})
 	none, _, _ := st.HeaderWithArtifacts(Metrics{}, nil)

@@ -5,7 +5,7 @@
     tid = client.thread_new("my-run")["thread_id"]
 """
 
-from .client import RelayClient, discover, relay_home
+from .client import RelayClient, apply_header_delta, discover, relay_home
 from .errors import (
     AuthError,
     BadRequestError,
@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "RelayClient",
+    "apply_header_delta",
     "discover",
     "relay_home",
     "RelayError",

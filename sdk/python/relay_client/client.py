@@ -165,9 +165,11 @@ class RelayClient:
     def state_header_since(self, thread_id: str, since: Any) -> JSON:
         """What changed in the header since version ``since`` (``7`` or ``"v7"``).
 
-        Returns ``{"since": 7, "v": 9, "patch": [...]}`` (an RFC 6902 patch that turns the
-        header of v7 into the current one) or, when that would not be smaller or the version is
-        unknown, the full header. Tell them apart with ``"patch" in result``.
+        Returns ``{"since": 7, "v": 9, ...}`` with each changed header member: its new value,
+        ``None`` when gone, or ``{"drop": k, "add": [...]}`` for a list that lost k items at the
+        front and gained some at the end (:func:`apply_header_delta` applies it); or, when that
+        would not be smaller or the version is unknown, the full header. Tell them apart with
+        ``"since" in result``.
         """
         v = str(since)
         if not v.lstrip("vV").isdigit():
@@ -373,3 +375,20 @@ def _sse_frames(resp) -> Iterator[Dict[str, Any]]:
             frame["event"] = value
         elif field == "retry" and value.isdigit():
             frame["retry"] = int(value)
+
+
+def apply_header_delta(header: JSON, delta: JSON) -> JSON:
+    """Apply a delta from :meth:`RelayClient.state_header_since` to the header held at
+    ``delta["since"]``; returns the header at ``delta["v"]``."""
+    out = dict(header)
+    for k, v in delta.items():
+        if k == "since":
+            continue
+        cur = out.get(k)
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(cur, list) and isinstance(v, dict) and v and set(v) <= {"drop", "add"}:
+            out[k] = cur[int(v.get("drop", 0)):] + list(v.get("add", []))
+        else:
+            out[k] = v
+    return out

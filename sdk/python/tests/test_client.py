@@ -26,6 +26,7 @@ from relay_client import (  # noqa: E402
     PayloadTooLargeError,
     RelayClient,
     RelayConnectionError,
+    apply_header_delta,
     discover,
 )
 from daemon import Daemon, cleanup_binary, free_port  # noqa: E402
@@ -112,7 +113,7 @@ class ApiTest(unittest.TestCase):
         self.assertIn(tid, [x["thread_id"] for x in self.c.threads(limit=1000)])
         detail = self.c.thread(tid)
         self.assertEqual(detail["thread_id"], tid)
-        self.assertEqual(detail["header"]["version"], 1)
+        self.assertEqual(detail["header"]["v"], 1)
 
     def test_unknown_thread_is_not_found(self):
         with self.assertRaises(NotFoundError) as cm:
@@ -121,13 +122,15 @@ class ApiTest(unittest.TestCase):
 
     def test_state_header_since(self):
         tid = self.c.thread_new("since")["thread_id"]
+        h1 = self.c.state_header(tid)
         r = self.c.state_patch(tid, [{"op": "add", "path": "/facts/-", "value": {"id": "f1", "key": "k", "value": 1}}])
         d = self.c.state_header_since(tid, "v1")
         self.assertEqual((d["since"], d["v"]), (1, r["version"]))
-        self.assertTrue(d["patch"] and all(op["op"] in ("add", "remove", "replace") for op in d["patch"]))
-        self.assertEqual(self.c.state_header_since(tid, r["version"])["patch"], [])
+        self.assertEqual(d["facts"], [{"id": "f1", "key": "k", "value": 1}])  # a new member comes whole
+        self.assertEqual(apply_header_delta(h1, d), self.c.state_header(tid))
+        self.assertEqual(self.c.state_header_since(tid, r["version"]), {"since": r["version"], "v": r["version"]})
         full = self.c.state_header_since(tid, 99)
-        self.assertNotIn("patch", full)
+        self.assertNotIn("since", full)
         self.assertEqual(full, self.c.state_header(tid))
         with self.assertRaises(ValueError):
             self.c.state_header_since(tid, "seven")
@@ -143,9 +146,9 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(r["version"], 3)
 
         header = self.c.state_header(tid)
-        self.assertEqual(header["version"], 3)
-        self.assertEqual(header["top_facts"][0]["value"], "done")
-        self.assertEqual(header["next_steps"][0]["step"], "write tests")
+        self.assertEqual(header["v"], 3)
+        self.assertEqual(header["facts"][0]["value"], "done")
+        self.assertEqual(header["next"][0]["step"], "write tests")
         self.assertLessEqual(len(json.dumps(header).encode()), 2048 + 64)
 
         self.assertEqual(self.c.state(tid, version=2)["facts"][0]["value"], "plan")

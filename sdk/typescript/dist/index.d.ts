@@ -85,9 +85,9 @@ export declare class RelayClient {
     /** The bounded (≤ 2 KB) header: what an agent should put in a prompt. */
     stateHeader(threadId: string): Promise<StateHeader>;
     /**
-     * What changed in the header since version `since` (7 or "v7"): `{since, v, patch}` with an
-     * RFC 6902 patch from the header of that version to the current one, or the full header when
-     * that would not be smaller or the version is unknown. Tell them apart with `"patch" in r`.
+     * What changed in the header since version `since` (7 or "v7"): `{since, v, …changed members}`
+     * (see {@link HeaderDelta}; {@link applyHeaderDelta} applies it), or the full header when that
+     * would not be smaller or the version is unknown. Tell them apart with `"since" in r`.
      */
     stateHeaderSince(threadId: string, since: number | string): Promise<HeaderDelta | StateHeader>;
     /**
@@ -146,3 +146,8 @@ export declare class RelayClient {
     /** Token-savings figures: naive vs actual tokens, tokens avoided, cache hits. */
     stats(threadId: string): Promise<Stats>;
 }
+/**
+ * Applies a delta from {@link RelayClient.stateHeaderSince} to the header held at `delta.since`
+ * and returns the header at `delta.v`.
+ */
+export declare function applyHeaderDelta(header: StateHeader, delta: HeaderDelta): StateHeader;

@@ -259,9 +259,9 @@ export class RelayClient {
         return this.json("GET", `${this.t(threadId)}/state/header`);
     }
     /**
-     * What changed in the header since version `since` (7 or "v7"): `{since, v, patch}` with an
-     * RFC 6902 patch from the header of that version to the current one, or the full header when
-     * that would not be smaller or the version is unknown. Tell them apart with `"patch" in r`.
+     * What changed in the header since version `since` (7 or "v7"): `{since, v, …changed members}`
+     * (see {@link HeaderDelta}; {@link applyHeaderDelta} applies it), or the full header when that
+     * would not be smaller or the version is unknown. Tell them apart with `"since" in r`.
      */
     stateHeaderSince(threadId, since) {
         const v = String(since).replace(/^[vV]/, "");
@@ -438,4 +438,32 @@ export class RelayClient {
     stats(threadId) {
         return this.json("GET", `${this.t(threadId)}/stats`);
     }
+}
+/**
+ * Applies a delta from {@link RelayClient.stateHeaderSince} to the header held at `delta.since`
+ * and returns the header at `delta.v`.
+ */
+export function applyHeaderDelta(header, delta) {
+    const out = { ...header };
+    for (const [k, v] of Object.entries(delta)) {
+        if (k === "since")
+            continue;
+        const cur = out[k];
+        if (v === null) {
+            delete out[k];
+        }
+        else if (Array.isArray(cur) && isWindow(v)) {
+            out[k] = [...cur.slice(v.drop ?? 0), ...(v.add ?? [])];
+        }
+        else {
+            out[k] = v;
+        }
+    }
+    return out;
+}
+function isWindow(v) {
+    if (typeof v !== "object" || v === null || Array.isArray(v))
+        return false;
+    const keys = Object.keys(v);
+    return keys.length > 0 && keys.every((k) => k === "drop" || k === "add");
 }

@@ -315,9 +315,9 @@ export class RelayClient {
   }
 
   /**
-   * What changed in the header since version `since` (7 or "v7"): `{since, v, patch}` with an
-   * RFC 6902 patch from the header of that version to the current one, or the full header when
-   * that would not be smaller or the version is unknown. Tell them apart with `"patch" in r`.
+   * What changed in the header since version `since` (7 or "v7"): `{since, v, …changed members}`
+   * (see {@link HeaderDelta}; {@link applyHeaderDelta} applies it), or the full header when that
+   * would not be smaller or the version is unknown. Tell them apart with `"since" in r`.
    */
   stateHeaderSince(threadId: string, since: number | string): Promise<HeaderDelta | StateHeader> {
     const v = String(since).replace(/^[vV]/, "");
@@ -499,3 +499,28 @@ export class RelayClient {
   }
 }
 
+/**
+ * Applies a delta from {@link RelayClient.stateHeaderSince} to the header held at `delta.since`
+ * and returns the header at `delta.v`.
+ */
+export function applyHeaderDelta(header: StateHeader, delta: HeaderDelta): StateHeader {
+  const out: Record<string, unknown> = { ...header };
+  for (const [k, v] of Object.entries(delta)) {
+    if (k === "since") continue;
+    const cur = out[k];
+    if (v === null) {
+      delete out[k];
+    } else if (Array.isArray(cur) && isWindow(v)) {
+      out[k] = [...cur.slice(v.drop ?? 0), ...(v.add ?? [])];
+    } else {
+      out[k] = v;
+    }
+  }
+  return out as unknown as StateHeader;
+}
+
+function isWindow(v: unknown): v is { drop?: number; add?: unknown[] } {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  const keys = Object.keys(v);
+  return keys.length > 0 && keys.every((k) => k === "drop" || k === "add");
+}

@@ -50,26 +50,38 @@ export interface State {
   [key: string]: unknown;
 }
 
+/**
+ * The bounded header agents read on every hop, encoded for few tokens: short member names,
+ * empty lists and zero counters left out. `refs` items are "<short ref> <name>"; a short ref
+ * is accepted wherever a ref is.
+ */
 export interface StateHeader {
-  $schema: string;
-  thread_id: string;
-  version: number;
-  top_facts: State["facts"];
-  top_constraints: State["constraints"];
-  open_questions: State["open_questions"];
-  next_steps: State["plan"];
-  artifact_refs: State["artifacts"];
-  last_actions: State["last_actions"];
-  metrics: Metrics;
+  /** First 8 characters of the thread id. */
+  t: string;
+  /** State version (state_ref "v" + v). */
+  v: number;
+  facts?: State["facts"];
+  constraints?: State["constraints"];
+  questions?: State["open_questions"];
+  next?: State["plan"];
+  refs?: string[];
+  actions?: State["last_actions"];
+  /** How many items a list was chosen from, for lists that show fewer. */
+  n?: Record<string, number>;
   /** Present only when the 2 KB cap dropped entries: count per list. */
-  truncated?: Record<string, number>;
+  cut?: Record<string, number>;
+  /** Non-zero counters only: cache hits and tokens avoided. */
+  m?: { hits?: number; saved?: number };
 }
 
-/** What changed in the header since a version: apply `patch` to the header of `since` to get `v`. */
+/**
+ * What changed in the header since version `since`: each changed member's new value, `null` when
+ * it is gone, or `{drop, add}` for a list that lost `drop` items at the front and gained `add`.
+ */
 export interface HeaderDelta {
   since: number;
   v: number;
-  patch: PatchOp[];
+  [member: string]: unknown;
 }
 
 /** One RFC 6902 operation. */

@@ -10,6 +10,7 @@ import {
   PayloadTooLargeError,
   RelayClient,
   RelayConnectionError,
+  applyHeaderDelta,
   discover,
 } from "../dist/index.js";
 import { Daemon, cleanupBinary, freePort } from "./daemon.mjs";
@@ -93,14 +94,16 @@ describe("api", () => {
 
   it("reads only what changed in the header since a version", async () => {
     const t = await c.threadNew("since");
+    const h1 = await c.stateHeader(t.thread_id);
     const r = await c.statePatch(t.thread_id, [{ op: "add", path: "/facts/-", value: { id: "f1", key: "k", value: 1 } }]);
     const d = await c.stateHeaderSince(t.thread_id, "v1");
     assert.equal(d.since, 1);
     assert.equal(d.v, r.version);
-    assert.ok(d.patch.length > 0);
-    assert.deepEqual((await c.stateHeaderSince(t.thread_id, r.version)).patch, []);
+    assert.deepEqual(d.facts, [{ id: "f1", key: "k", value: 1 }]); // a new member comes whole
+    assert.deepEqual(applyHeaderDelta(h1, d), await c.stateHeader(t.thread_id));
+    assert.deepEqual(await c.stateHeaderSince(t.thread_id, r.version), { since: r.version, v: r.version });
     const full = await c.stateHeaderSince(t.thread_id, 99);
-    assert.ok(!("patch" in full));
+    assert.ok(!("since" in full));
     assert.deepEqual(full, await c.stateHeader(t.thread_id));
     assert.throws(() => c.stateHeaderSince(t.thread_id, "seven"), TypeError);
   });
@@ -111,7 +114,7 @@ describe("api", () => {
     assert.equal(t.state_ref, "v1");
     assert.ok((await c.threads(1000)).some((x) => x.thread_id === t.thread_id));
     const detail = await c.thread(t.thread_id);
-    assert.equal(detail.header.version, 1);
+    assert.equal(detail.header.v, 1);
   });
 
   it("unknown thread is NotFoundError", async () => {
@@ -131,9 +134,9 @@ describe("api", () => {
     assert.equal(r.state_ref, "v2");
     await c.statePatch(tid, [{ op: "replace", path: "/facts/0/value", value: "done" }]);
     const h = await c.stateHeader(tid);
-    assert.equal(h.version, 3);
-    assert.equal(h.top_facts[0].value, "done");
-    assert.equal(h.next_steps[0].step, "write tests");
+    assert.equal(h.v, 3);
+    assert.equal(h.facts[0].value, "done");
+    assert.equal(h.next[0].step, "write tests");
     assert.equal((await c.state(tid, 2)).facts[0].value, "plan");
     const hist = await c.stateVersions(tid);
     assert.equal(hist.current_version, 3);

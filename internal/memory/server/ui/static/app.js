@@ -137,7 +137,7 @@ async function savingsFor(id, have = {}) {
     naive += Math.ceil((a.size || 0) / 4);
     actual += Math.ceil(bytes(a.preview?.text || "") / 4);
   }
-  return { naive, actual, avoided: Math.max(0, naive - actual), cacheHits: header.metrics?.cache_hits ?? 0, src: "formula" };
+  return { naive, actual, avoided: Math.max(0, naive - actual), cacheHits: header.m?.hits ?? 0, src: "formula" };
 }
 
 // -- threads list ----------------------------------------------------------------------
@@ -341,7 +341,7 @@ function buildThreadShell(ctx) {
 
 function renderCards(ctx) {
   const t = ctx.thread;
-  const m = t.header?.metrics || {};
+  const m = t.header?.m || {};
   const sv = ctx.savings;
   const card = (label, value, testid, hint) => h("div", { class: "stat", "data-testid": testid, title: hint || "" }, h("div", { class: "stat-value" }, value), h("div", { class: "stat-label" }, label));
   clear(ctx.shell.cards).append(
@@ -349,7 +349,7 @@ function renderCards(ctx) {
     card("Artifacts", fmtNum(t.artifact_count), "card-artifacts"),
     card("Events", fmtNum(t.event_count), "card-events"),
     card("Tokens avoided", sv ? fmtNum(sv.avoided) : "…", "card-avoided", "naive tokens (content pasted) minus actual tokens (header + previews)"),
-    card("Cache hits", fmtNum(sv?.cacheHits ?? m.cache_hits ?? 0), "card-cache"),
+    card("Cache hits", fmtNum(sv?.cacheHits ?? m.hits ?? 0), "card-cache"),
   );
   ctx.shell.badge.textContent = t.state_ref || `v${t.version}`;
 }
@@ -413,16 +413,20 @@ async function overviewTab(ctx, r, seq) {
   return h(
     "div",
     { class: "overview" },
-    header.truncated ? h("div", { class: "notice" }, "The header hit its 2 KB cap; dropped: ", Object.entries(header.truncated).map(([k, v]) => `${v} ${k}`).join(", "), ". The full state has everything.") : null,
+    header.cut ? h("div", { class: "notice" }, "The header hit its 2 KB cap; dropped: ", Object.entries(header.cut).map(([k, v]) => `${v} ${k}`).join(", "), ". The full state has everything.") : null,
     h(
       "div",
       { class: "grid-3" },
-      list("Facts", header.top_facts, (f) => [h("span", { class: "key" }, f.key || f.id), " ", h("span", {}, valueText(f.value ?? ""))], "hdr-facts"),
-      list("Constraints", header.top_constraints, (c) => [c.severity ? h("span", { class: `pill ${c.severity}` }, c.severity) : null, " ", c.description || c.id], "hdr-constraints"),
-      list("Open questions", header.open_questions, (q) => q.question || q.id, "hdr-questions"),
-      list("Next steps", header.next_steps, (p) => p.step || p.id, "hdr-steps"),
-      list("Artifact refs", header.artifact_refs, (a) => [refLink(a.ref), " ", h("span", { class: "pill" }, a.type || "?"), " ", a.name || ""], "hdr-artifacts"),
-      list("Last actions", header.last_actions, (a) => [timeEl(a.at), " ", a.description || "", a.result_ref ? [" → ", refLink(a.result_ref)] : null], "hdr-actions"),
+      list("Facts", header.facts, (f) => [h("span", { class: "key" }, f.key || f.id), " ", h("span", {}, valueText(f.value ?? ""))], "hdr-facts"),
+      list("Constraints", header.constraints, (c) => [c.severity ? h("span", { class: `pill ${c.severity}` }, c.severity) : null, " ", c.description || c.id], "hdr-constraints"),
+      list("Open questions", header.questions, (q) => q.question || q.id, "hdr-questions"),
+      list("Next steps", header.next, (p) => p.step || p.id, "hdr-steps"),
+      list("Artifact refs", header.refs, (a) => {
+        // The header names an artifact as "<short ref> <name>" (fewest tokens for agents).
+        const [ref, ...name] = typeof a === "string" ? a.split(" ") : [a.ref, a.name || ""];
+        return [refLink(ref, ref), " ", name.join(" ")];
+      }, "hdr-artifacts"),
+      list("Last actions", header.actions, (a) => [timeEl(a.at), " ", a.description || "", a.result_ref ? [" → ", refLink(a.result_ref)] : null], "hdr-actions"),
     ),
     savingsCard(header, arts, savings),
     h("details", { class: "card" }, h("summary", {}, "State header as agents receive it (", fmtBytes(new TextEncoder().encode(JSON.stringify(header)).length), ")"), jsonView(header)),
