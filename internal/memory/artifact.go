@@ -273,5 +273,5 @@ func commonPrefix(a, b string) int {
 // RefShortener is implemented by stores that can abbreviate refs: ShortRef returns the form
 // the header shows for ref in thread id (the full ref when it cannot do better).
 type RefShortener interface {
-	ShortRef(ctx context.Context, threadID, ref string) string
+	ShortRef(ctx context.Context, threadID, ref string) (string, error)
 }

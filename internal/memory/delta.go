@@ -132,12 +132,23 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 		return nil, nil
 	}
 	var short func(string) string
+	var shortErr error
 	if rs, ok := st.(RefShortener); ok {
-		short = func(ref string) string { return rs.ShortRef(ctx, id, ref) }
+		short = func(ref string) string {
+			r, err := rs.ShortRef(ctx, id, ref)
+			if err != nil {
+				shortErr = err
+				return ref
+			}
+			return r
+		}
 	}
 	h, _, err := sd.HeaderFor(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent, short)
 	if err != nil {
 		return nil, nil
+	}
+	if shortErr != nil {
+		return nil, shortErr
 	}
 	return h, nil
 }

@@ -85,7 +85,7 @@ func TestHeaderSincePatchRebuildsHeader(t *testing.T) {
 	}
 	one, err := HeaderSince(ctx, s, th.ID, cur.Version-1)
 	if err != nil || one.Delta == nil || len(one.Delta) >= len(cur.JSON)/3 {
-		t.Fatalf("one step back: %s (%v); want a small delta of %d-byte header", one.Delta, err, len(cur.JSON))
+		t.Fatalf("one step back: %s (%v); want a small delta of %d-byte header\nheld: %s\nnow:  %s", one.Delta, err, len(cur.JSON), headers[cur.Version-1], cur.JSON)
 	}
 }
 

@@ -14,28 +14,50 @@ import (
 // the artifact's content hash that no other artifact of the thread shares. Hashes are
 // uniform, so it is 6 digits nearly always and, unlike a prefix of the time-ordered ref,
 // stays the same as artifacts are added. The thread's (thread_id, hash) index makes the two
-// neighbour lookups one step each. A ref that is not a stored artifact, or a read error,
-// keeps the full ref: longer, never wrong.
-func (s *SQLite) ShortRef(ctx context.Context, id, ref string) string {
+// neighbour lookups one step each. A ref that is not a stored artifact of the thread keeps
+// its full form.
+func (s *SQLite) ShortRef(ctx context.Context, id, ref string) (string, error) {
 	if !memory.ValidRef(ref) {
-		return ref
+		return ref, nil
 	}
 	var hash string
-	if err := s.r.QueryRowContext(ctx, `SELECT hash FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id).Scan(&hash); err != nil {
-		return ref
+	err := s.r.QueryRowContext(ctx, `SELECT hash FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ref, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("shorten ref %s: %w", ref, err)
 	}
 	var prev, next sql.NullString
 	if err := s.r.QueryRowContext(ctx, `SELECT max(hash) FROM artifacts WHERE thread_id = ? AND hash < ?`, id, hash).Scan(&prev); err != nil {
-		return ref
+		return "", fmt.Errorf("shorten ref %s: %w", ref, err)
 	}
 	if err := s.r.QueryRowContext(ctx, `SELECT min(hash) FROM artifacts WHERE thread_id = ? AND hash > ?`, id, hash).Scan(&next); err != nil {
-		return ref
+		return "", fmt.Errorf("shorten ref %s: %w", ref, err)
 	}
 	short := memory.ShortRef(hash, prev.String, next.String)
 	if len(short) >= len(ref) {
-		return ref
+		return ref, nil
 	}
-	return short
+	return short, nil
+}
+
+// shortener adapts ShortRef to the header builder, keeping the first error: a header must
+// not mix short and full forms of the same refs between reads.
+func (s *SQLite) shortener(ctx context.Context, id string) (func(string) string, func() error) {
+	var first error
+	return func(ref string) string {
+			r, err := s.ShortRef(ctx, id, ref)
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				return ref
+			}
+			return r
+		}, func() error {
+			return first
+		}
 }
 
 // resolveRef turns what a user or agent wrote into the full ref of the thread's artifact:

@@ -630,8 +630,11 @@ func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 	if err != nil {
 		return memory.Header{}, err
 	}
-	short := func(ref string) string { return s.ShortRef(ctx, id, ref) }
+	short, shortErr := s.shortener(ctx, id)
 	b, t, err := c.st.HeaderFor(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided}, recent, short)
+	if err == nil {
+		err = shortErr()
+	}
 	if err != nil {
 		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
