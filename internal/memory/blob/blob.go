@@ -1,0 +1,237 @@
+// Package blob keeps artifact bodies outside the metadata database: in a directory or in
+// any S3-compatible bucket. Bodies are addressed by the sha256 of their bytes, so every
+// daemon writing the same content writes (and stores) it once; the database keeps the
+// metadata, previews and the hash.
+package blob
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// Store keeps bodies by hash. Implementations are safe for concurrent use.
+type Store interface {
+	// Put stores the body read from r, whose sha256 (lower-case hex) is sum and length is
+	// size. existed reports that the store already had it (r is then not read).
+	Put(ctx context.Context, sum string, size int64, r io.Reader) (existed bool, err error)
+	// Open returns the body. The reader fails at the end if the bytes do not hash to sum,
+	// so a damaged or replaced object is never passed on as the artifact.
+	Open(ctx context.Context, sum string) (io.ReadCloser, error)
+	// Stat returns the body's size, or an error wrapping ErrNotFound.
+	Stat(ctx context.Context, sum string) (int64, error)
+	// Delete removes a body (used by health checks on their own probe object).
+	Delete(ctx context.Context, sum string) error
+	// String describes the location without credentials.
+	String() string
+}
+
+// ErrNotFound says a body is not in the store.
+var ErrNotFound = errors.New("blob not found")
+
+// ValidSum reports whether s is a lower-case hex sha256.
+func ValidSum(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Sum returns the lower-case hex sha256 of b.
+func Sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// objectName is the key of a body under a prefix: two-character fan-out keeps listings and
+// directories small.
+func objectName(sum string) string { return "sha256/" + sum[:2] + "/" + sum }
+
+// Open parses an artifacts location: s3://bucket/prefix?endpoint=…, or file:///dir (or a
+// plain absolute path). An empty location returns nil: bodies stay in the database.
+func Open(ctx context.Context, location string) (Store, error) {
+	if location == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(location, "/") {
+		return NewDir(location)
+	}
+	u, err := url.Parse(location)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts location %s is not a URL: %w", Redact(location), err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("artifacts location %s: a file URL names a local directory, file:///path", Redact(location))
+		}
+		return NewDir(u.Path)
+	case "s3":
+		return OpenS3(ctx, u)
+	}
+	return nil, fmt.Errorf("artifacts location %s: unknown scheme %q; use s3://bucket/prefix?endpoint=host:port or file:///dir", Redact(location), u.Scheme)
+}
+
+// Redact returns location with any password or secret in it replaced by "xxxxx", for
+// messages and status output.
+func Redact(location string) string {
+	u, err := url.Parse(location)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		switch strings.ToLower(k) {
+		case "password", "secret", "secret_key", "secretkey", "secret_access_key", "session_token", "token":
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// verifier hashes what is read through it and fails at EOF on a mismatch.
+type verifier struct {
+	r    io.ReadCloser
+	h    hash.Hash
+	want string
+	what string
+}
+
+// Verify wraps r so that reading it to the end fails unless the bytes hash to sum.
+func Verify(r io.ReadCloser, sum, what string) io.ReadCloser {
+	return &verifier{r: r, h: sha256.New(), want: sum, what: what}
+}
+
+func (v *verifier) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	v.h.Write(p[:n])
+	if errors.Is(err, io.EOF) {
+		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
+			return n, fmt.Errorf("%s is damaged: its bytes hash to %s, not %s", v.what, got[:12], v.want[:12])
+		}
+	}
+	return n, err
+}
+
+func (v *verifier) Close() error { return v.r.Close() }
+
+// Body is content read once from a client: hashed and measured while it is read, held in
+// memory up to a threshold and in a temporary file above it, so a large upload never sits
+// whole in memory.
+type Body struct {
+	Sum  string
+	Size int64
+	// Head is the first HeadBytes bytes (all of it for small bodies).
+	Head []byte
+	mem  []byte
+	file *os.File
+}
+
+// HeadBytes is how much of a body Spool keeps in Head.
+const HeadBytes = 64 << 10
+
+// ErrTooLarge is returned by Spool when the body exceeds the limit.
+var ErrTooLarge = errors.New("body too large")
+
+// Spool reads r (at most limit bytes, else ErrTooLarge) into a Body; above threshold bytes it
+// goes to a temporary file in dir ("" = os.TempDir()). Close the Body to remove the file.
+func Spool(r io.Reader, limit, threshold int64, dir string) (*Body, error) {
+	h := sha256.New()
+	b := &Body{}
+	var buf bytes.Buffer
+	n, err := io.Copy(io.MultiWriter(&buf, h), io.LimitReader(r, threshold+1))
+	if err != nil {
+		return nil, err
+	}
+	if n <= threshold {
+		b.mem = buf.Bytes()
+		b.Size = n
+		b.Sum = hex.EncodeToString(h.Sum(nil))
+		b.Head = b.mem[:min(len(b.mem), HeadBytes)]
+		if n > limit {
+			return nil, ErrTooLarge
+		}
+		return b, nil
+	}
+	f, err := os.CreateTemp(dir, "relay-body-")
+	if err != nil {
+		return nil, fmt.Errorf("spool upload: %w", err)
+	}
+	b.file = f
+	b.Head = append([]byte(nil), buf.Bytes()[:min(buf.Len(), HeadBytes)]...)
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("spool upload: %w", err)
+	}
+	buf = bytes.Buffer{}
+	m, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, limit-n+1))
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("spool upload: %w", err)
+	}
+	b.Size = n + m
+	if b.Size > limit {
+		b.Close()
+		return nil, ErrTooLarge
+	}
+	b.Sum = hex.EncodeToString(h.Sum(nil))
+	return b, nil
+}
+
+// FromBytes wraps content already in memory.
+func FromBytes(content []byte) *Body {
+	return &Body{Sum: Sum(content), Size: int64(len(content)), mem: content, Head: content[:min(len(content), HeadBytes)]}
+}
+
+// InMemory reports whether the whole body is in memory (Bytes returns it without a copy).
+func (b *Body) InMemory() bool { return b.file == nil }
+
+// Bytes returns the whole body (read from the file for a spooled one).
+func (b *Body) Bytes() ([]byte, error) {
+	if b.file == nil {
+		return b.mem, nil
+	}
+	return io.ReadAll(b.Reader())
+}
+
+// Reader returns a reader over the whole body from its start; readers are independent.
+func (b *Body) Reader() io.Reader {
+	if b.file == nil {
+		return bytes.NewReader(b.mem)
+	}
+	return io.NewSectionReader(b.file, 0, b.Size)
+}
+
+// Close removes the temporary file, if any.
+func (b *Body) Close() error {
+	if b == nil || b.file == nil {
+		return nil
+	}
+	name := b.file.Name()
+	err := b.file.Close()
+	b.file = nil
+	return errors.Join(err, os.Remove(name))
+}

@@ -1,0 +1,300 @@
+// Package pgtest runs a throw-away PostgreSQL server for tests: initdb into a temporary
+// directory, then the postgres server as a child of the test binary listening only on a
+// unix socket in that directory. One server serves a whole test binary; every test gets a
+// database of its own.
+//
+// Debian's postgresql package provides the binaries (under /usr/lib/postgresql/N/bin);
+// tests skip with a message when they are missing. initdb and postgres refuse to run as
+// root, so when the tests run as root the server runs as the postgres system user that the
+// package creates (uid switched by the kernel at exec, no sudo or runuser needed), and the
+// server is started with a parent-death signal so it cannot outlive a crashed test binary.
+//
+// RELAY_TEST_POSTGRES=postgres://… uses an existing server instead (it must allow CREATE
+// DATABASE).
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MinVersion is the oldest PostgreSQL major version relay supports.
+const MinVersion = 15
+
+// Server is a running PostgreSQL server.
+type Server struct {
+	// URL connects as the superuser to the postgres database.
+	URL string
+	dir string
+	cmd *exec.Cmd
+	// exited is closed when the server process ends.
+	exited chan struct{}
+	logf   string
+}
+
+var (
+	mu      sync.Mutex
+	shared  *Server
+	failure error // a failed start is not retried for every test
+	dbSeq   atomic.Int64
+)
+
+// Main runs the tests of a package and stops the shared server afterwards; use it as
+// `func TestMain(m *testing.M) { pgtest.Main(m) }`. Packages with a TestMain of their
+// own call Stop after m.Run instead.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop shuts the shared server down (fast shutdown) and removes its directory.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	if shared != nil {
+		shared.stop()
+		shared = nil
+	}
+}
+
+// Bin returns the directory holding initdb and postgres (the newest supported version), or
+// an error saying how to install them.
+func Bin() (string, error) {
+	if p, err := exec.LookPath("pg_config"); err == nil {
+		if out, err := exec.Command(p, "--bindir").Output(); err == nil {
+			dir := strings.TrimSpace(string(out))
+			if ok(dir) {
+				return dir, nil
+			}
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return majorOf(dirs[i]) > majorOf(dirs[j]) })
+	for _, d := range dirs {
+		if majorOf(d) >= MinVersion && ok(d) {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if d := filepath.Dir(p); ok(d) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("PostgreSQL %d or newer is not installed (no initdb/postgres found); install it with `apt-get install postgresql` (.ci/run does)", MinVersion)
+}
+
+func majorOf(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+func ok(dir string) bool {
+	for _, b := range []string{"initdb", "postgres"} {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// Shared returns the test binary's server, starting it on first use; it skips t when
+// PostgreSQL is not installed.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	if u := os.Getenv("RELAY_TEST_POSTGRES"); u != "" {
+		return &Server{URL: u}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if shared == nil && failure == nil {
+		bin, err := Bin()
+		if err != nil {
+			failure = err
+		} else {
+			shared, failure = Start(bin)
+		}
+	}
+	if failure != nil {
+		if _, err := Bin(); err != nil {
+			t.Skipf("skipping: %v", err)
+		}
+		t.Fatalf("start PostgreSQL: %v", failure)
+	}
+	return shared
+}
+
+// New returns the URL of a fresh, empty database on the shared server.
+func New(t testing.TB) string {
+	t.Helper()
+	s := Shared(t)
+	name := fmt.Sprintf("relay_test_%d_%d", os.Getpid(), dbSeq.Add(1))
+	u, err := s.CreateDB(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// CreateDB creates database name and returns its URL.
+func (s *Server) CreateDB(ctx context.Context, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		return "", fmt.Errorf("connect to test PostgreSQL: %w", err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create test database %s: %w", name, err)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// Start runs initdb and the server from binDir in a new temporary directory.
+func Start(binDir string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "relay-pg-")
+	if err != nil {
+		return nil, err
+	}
+	cred, err := credential()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(binDir, "initdb"), "-D", data, "-U", "relay", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+	initdb.Dir = dir
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v: %s", err, tail(out))
+	}
+	s := &Server{dir: dir, exited: make(chan struct{}), logf: filepath.Join(dir, "postgres.log")}
+	logFile, err := os.Create(s.logf)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if cred != nil {
+		logFile.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	// Tests kill relay daemons, never this server, so durability to the disk is not under
+	// test here; fsync off keeps 2-core CI fast.
+	s.cmd = exec.Command(filepath.Join(binDir, "postgres"), "-D", data,
+		"-c", "listen_addresses=", "-c", "unix_socket_directories="+dir, "-c", "port=5432",
+		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	s.cmd.Dir = dir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	go func() {
+		s.cmd.Wait()
+		logFile.Close()
+		close(s.exited)
+	}()
+	s.URL = (&url.URL{Scheme: "postgres", User: url.User("relay"), Path: "/postgres",
+		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}).String()
+	if err := s.waitReady(60 * time.Second); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady connects until the server accepts connections, it exits, or the deadline.
+func (s *Server) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	delay := 10 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, err := pgx.Connect(ctx, s.URL)
+		cancel()
+		if err == nil {
+			c.Close(context.Background())
+			return nil
+		}
+		select {
+		case <-s.exited:
+			b, _ := os.ReadFile(s.logf)
+			return fmt.Errorf("postgres exited during start-up: %s", tail(b))
+		case <-time.After(delay):
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(s.logf)
+			return fmt.Errorf("postgres did not accept connections within %s: %v; log: %s", limit, err, tail(b))
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+func (s *Server) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown: disconnect clients, stop cleanly
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// credential is the postgres system user when running as root (initdb and postgres refuse
+// root), nil otherwise.
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("running as root and there is no postgres user to run the test server as (the postgresql package creates it)")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func tail(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return strings.Join(slices.Clip(lines), "\n")
+}

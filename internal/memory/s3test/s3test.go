@@ -1,0 +1,163 @@
+// Package s3test runs a real S3-compatible server for tests: versitygw (Apache-2.0) serving
+// a temporary directory on a loopback port, one server per test, stopped by t.Cleanup and
+// killed with the test binary if that dies first.
+//
+// The binary is found as $RELAY_VERSITYGW, then versitygw on PATH, then
+// .cache/versitygw/bin/versitygw in the repository (where .ci/run installs it with
+// `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`); tests skip with that
+// command when it is missing.
+package s3test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Test credentials of the root user.
+const (
+	AccessKey = "relaytestaccess"
+	SecretKey = "relaytestsecret-0123456789"
+)
+
+// InstallHint is the command that installs the server.
+const InstallHint = "GOBIN=$PWD/.cache/versitygw/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+
+// Server is a running versitygw.
+type Server struct {
+	// Endpoint is http://127.0.0.1:PORT.
+	Endpoint string
+	Client   *minio.Client
+}
+
+// Binary returns the versitygw path or an error naming the install command.
+func Binary() (string, error) {
+	if p := os.Getenv("RELAY_VERSITYGW"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	dir, _ := os.Getwd()
+	for dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, ".cache", "versitygw", "bin", "versitygw")
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", fmt.Errorf("versitygw is not installed; install it with `%s` (.ci/run does)", InstallHint)
+}
+
+// Start runs a server for t over a new temporary directory; it skips t when versitygw is
+// not installed. It sets AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for the test, so the
+// code under test signs its requests the way it would in production.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
+	var lastErr error
+	// A free port picked here can be taken before versitygw binds it; try a few.
+	for range 5 {
+		s, err := start(t, bin)
+		if err == nil {
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("start versitygw: %v", lastErr)
+	return nil
+}
+
+func start(t testing.TB, bin string) (*Server, error) {
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logPath := filepath.Join(dir, "versitygw.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--port", addr, "posix", data)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(exited) }()
+	stop := func() {
+		cmd.Process.Kill()
+		<-exited
+	}
+	c, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Secure: false})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	delay := 10 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = c.ListBuckets(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("versitygw exited: %s", strings.TrimSpace(string(b)))
+		case <-time.After(delay):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, errors.New("versitygw did not answer within 30s: " + err.Error())
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+	t.Cleanup(stop)
+	return &Server{Endpoint: "http://" + addr, Client: c}, nil
+}
+
+// Bucket creates a bucket and returns the artifacts location s3://name/prefix?endpoint=….
+func (s *Server) Bucket(t testing.TB, name, prefix string) string {
+	t.Helper()
+	if err := s.Client.MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	return "s3://" + name + "/" + prefix + "?" + url.Values{"endpoint": {s.Endpoint}}.Encode()
+}
