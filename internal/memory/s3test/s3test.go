@@ -3,9 +3,10 @@
 // killed with the test binary if that dies first.
 //
 // The binary is found as $RELAY_VERSITYGW, then versitygw on PATH, then
-// .cache/versitygw/bin/versitygw in the repository (where .ci/run installs it with
-// `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`); tests skip with that
-// command when it is missing.
+// .cache/versitygw/bin/versitygw in the repository, then relay/versitygw/bin/versitygw in
+// the user cache directory (where .ci/run installs it with `go install
+// github.com/versity/versitygw/cmd/versitygw@v1.8.0`); tests skip with that command when
+// it is missing.
 package s3test
 
 import (
@@ -64,6 +65,12 @@ func Binary() (string, error) {
 			break
 		}
 		dir = parent
+	}
+	if c, err := os.UserCacheDir(); err == nil {
+		p := filepath.Join(c, "relay", "versitygw", "bin", "versitygw")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
 	}
 	return "", fmt.Errorf("versitygw is not installed; install it with `%s` (.ci/run does)", InstallHint)
 }
