@@ -1,0 +1,274 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/blob"
+	"github.com/relaydev/relay/internal/memory/ftsquery"
+)
+
+// Search indexing bounds: the text indexed per artifact (as SQLite indexes), and the words
+// kept of it (a tsvector must stay under 1 MB).
+const (
+	maxIndexedBytes = 4 << 20
+	maxIndexWords   = 512 << 10
+	searchCapName   = "retrieval.search"
+)
+
+// PutArtifact implements memory.Store.
+func (s *Store) PutArtifact(ctx context.Context, id string, p memory.PutArtifactParams) (memory.Artifact, error) {
+	if len(p.Content) > memory.MaxArtifactSize {
+		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: memory.MaxArtifactSize}
+	}
+	return s.PutArtifactBody(ctx, id, p, blob.FromBytes(p.Content))
+}
+
+// PutArtifactBody stores an artifact whose content was spooled (p.Content is ignored): a
+// large upload goes to the bucket from its temporary file without being held in memory.
+func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArtifactParams, body *blob.Body) (memory.Artifact, error) {
+	if err := checkThreadID(id); err != nil {
+		return memory.Artifact{}, err
+	}
+	if body.Size > memory.MaxArtifactSize {
+		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: memory.MaxArtifactSize}
+	}
+	if len([]rune(p.Name)) > memory.MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
+		return memory.Artifact{}, badRequest("artifact name must be at most %d characters on one line", memory.MaxNameLen)
+	}
+	if len([]rune(p.CreatedBy)) > memory.MaxNameLen || len([]rune(p.Capability)) > memory.MaxNameLen {
+		return memory.Artifact{}, badRequest("created_by and capability must be at most %d characters", memory.MaxNameLen)
+	}
+	typ := p.Type
+	if typ == "" {
+		typ = memory.DetectType(p.Name, body.Head)
+	} else if !memory.ValidType(typ) {
+		return memory.Artifact{}, badRequest("unknown artifact type %q; use one of %s", typ, strings.Join(memory.ArtifactTypes, ", "))
+	}
+	refs := p.SourceRefs
+	if refs == nil {
+		refs = []string{}
+	}
+	for _, r := range refs {
+		if !memory.ValidRef(r) {
+			return memory.Artifact{}, badRequest("source ref %q is not an artifact ref", r)
+		}
+	}
+	// The preview, type and index need the text; a body above the spool threshold is
+	// read back from its file once here (the index keeps at most maxIndexedBytes).
+	var content []byte
+	if body.InMemory() {
+		content, _ = body.Bytes()
+	} else {
+		var err error
+		if content, err = io.ReadAll(io.LimitReader(body.Reader(), maxIndexedBytes)); err != nil {
+			return memory.Artifact{}, fmt.Errorf("read spooled upload: %w", err)
+		}
+	}
+	a := memory.Artifact{ThreadID: id, Type: typ, Mime: memory.MimeFor(typ, body.Head), Name: p.Name, Size: body.Size,
+		Hash: body.Sum, Preview: memory.MakePreview(typ, content),
+		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
+	a.Preview.Size = body.Size
+	srcRefs, _ := json.Marshal(refs)
+
+	// The body goes to the bucket before the metadata commits: a crash in between leaves an
+	// unreferenced object (harmless, and reused by the next put of the same bytes), never
+	// metadata without its body.
+	if s.blobs != nil {
+		if err := s.threadExists(ctx, id); err != nil {
+			return memory.Artifact{}, err
+		}
+		if _, err := s.blobs.Put(ctx, body.Sum, body.Size, body.Reader()); err != nil {
+			return memory.Artifact{}, fmt.Errorf("store artifact body: %w", err)
+		}
+	}
+	var out memory.Artifact
+	err := s.tx(ctx, "store artifact in thread "+id, func(tx pgx.Tx) error {
+		if _, _, _, err := lockThread(ctx, tx, id); err != nil {
+			return err
+		}
+		old, err := scanArtifact(tx.QueryRow(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = $1 AND hash = $2`, id, a.Hash))
+		if err == nil {
+			old.Deduplicated = true
+			out = old
+			return nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("look up artifact hash: %w", err)
+		}
+		a := a
+		at := s.stamp()
+		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = memory.NewRef(at.Time), at, at
+		if _, err := tx.Exec(ctx, `INSERT INTO artifacts (`+artifactCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated,
+			a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.Time); err != nil {
+			return err
+		}
+		if s.blobs == nil {
+			b, err := body.Bytes()
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO blobs (hash, content) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, a.Hash, b); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = $1`, id); err != nil {
+			return err
+		}
+		data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
+		if _, err := insertEvent(ctx, tx, id, memory.EventArtifactStored, at, data); err != nil {
+			return err
+		}
+		// Search results must not find earlier search results.
+		if a.Provenance.Capability != searchCapName {
+			if err := index(ctx, tx, a, content); err != nil {
+				return fmt.Errorf("index artifact %s: %w", a.Ref, err)
+			}
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		return memory.Artifact{}, err
+	}
+	s.broker.notify(id)
+	return out, nil
+}
+
+var tagRE = regexp.MustCompile(`(?s)<script.*?</script>|<style.*?</style>|<[^>]*>`)
+
+// index adds the artifact to the full-text index inside the put's transaction, so search
+// never lags the store. Binary content is indexed by name only.
+func index(ctx context.Context, tx pgx.Tx, a memory.Artifact, content []byte) error {
+	body := ""
+	if a.Type != memory.TypeBinary && utf8.Valid(content) {
+		if len(content) > maxIndexedBytes {
+			content = content[:maxIndexedBytes]
+		}
+		body = string(content)
+		if a.Type == memory.TypeHTML {
+			body = tagRE.ReplaceAllString(body, " ")
+		}
+	}
+	body = strings.ToValidUTF8(strings.ReplaceAll(body, "\x00", " "), "")
+	name := strings.ReplaceAll(a.Name, "\x00", " ")
+	_, err := tx.Exec(ctx, `INSERT INTO artifact_search (ref, thread_id, seq, type, name, body, doc)
+		VALUES ($1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM artifact_search WHERE thread_id = $2), $3, $4, $5,
+			setweight(to_tsvector('relay_search', $6), 'A') || setweight(to_tsvector('relay_search', $7), 'B'))`,
+		a.Ref, a.ThreadID, a.Type, name, body, ftsquery.IndexText(name, 4096), ftsquery.IndexText(body, maxIndexWords))
+	return err
+}
+
+const artifactCols = `ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at`
+
+func scanArtifact(r pgx.Row) (memory.Artifact, error) {
+	var a memory.Artifact
+	var refs string
+	var at time.Time
+	err := r.Scan(&a.Ref, &a.ThreadID, &a.Type, &a.Mime, &a.Name, &a.Size, &a.Hash, &a.Preview.Text, &a.Preview.LineCount, &a.Preview.Truncated,
+		&a.Provenance.CreatedBy, &a.Provenance.Capability, &refs, &at)
+	if err != nil {
+		return a, err
+	}
+	a.Preview.Size = a.Size
+	a.CreatedAt = memory.Time{Time: at.UTC()}
+	a.Provenance.CreatedAt = a.CreatedAt
+	if json.Unmarshal([]byte(refs), &a.Provenance.SourceRefs) != nil || a.Provenance.SourceRefs == nil {
+		a.Provenance.SourceRefs = []string{}
+	}
+	return a, nil
+}
+
+// GetArtifact implements memory.Store.
+func (s *Store) GetArtifact(ctx context.Context, id, ref string) (memory.Artifact, error) {
+	if err := s.threadExists(ctx, id); err != nil {
+		return memory.Artifact{}, err
+	}
+	if !memory.ValidRef(ref) {
+		return memory.Artifact{}, badRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
+	}
+	a, err := scanArtifact(s.pool.QueryRow(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = $1 AND thread_id = $2`, ref, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
+	}
+	if err != nil {
+		return memory.Artifact{}, fmt.Errorf("read artifact %s: %w", ref, err)
+	}
+	return a, nil
+}
+
+// OpenArtifact returns the artifact and a reader of its body, streamed from the bucket when
+// the store has one; the reader fails at the end if the bytes do not match the hash.
+func (s *Store) OpenArtifact(ctx context.Context, id, ref string) (memory.Artifact, io.ReadCloser, error) {
+	a, err := s.GetArtifact(ctx, id, ref)
+	if err != nil {
+		return a, nil, err
+	}
+	if s.blobs != nil {
+		r, err := s.blobs.Open(ctx, a.Hash)
+		if err != nil {
+			return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+		}
+		return a, r, nil
+	}
+	var b []byte
+	if err := s.pool.QueryRow(ctx, `SELECT content FROM blobs WHERE hash = $1`, a.Hash).Scan(&b); err != nil {
+		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+	}
+	return a, blob.Verify(io.NopCloser(bytes.NewReader(b)), a.Hash, "artifact "+ref), nil
+}
+
+// ArtifactContent implements memory.Store.
+func (s *Store) ArtifactContent(ctx context.Context, id, ref string) (memory.Artifact, []byte, error) {
+	a, r, err := s.OpenArtifact(ctx, id, ref)
+	if err != nil {
+		return a, nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, memory.MaxArtifactSize+1))
+	if err != nil {
+		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+	}
+	return a, b, nil
+}
+
+// ListArtifacts implements memory.Store.
+func (s *Store) ListArtifacts(ctx context.Context, id string, opt memory.ListArtifactsOptions) ([]memory.Artifact, error) {
+	if err := s.threadExists(ctx, id); err != nil {
+		return nil, err
+	}
+	if opt.Type != "" && !memory.ValidType(opt.Type) {
+		return nil, badRequest("unknown artifact type %q; use one of %s", opt.Type, strings.Join(memory.ArtifactTypes, ", "))
+	}
+	if opt.After != "" && !memory.ValidRef(opt.After) {
+		return nil, badRequest("after=%q is not an artifact ref", opt.After)
+	}
+	if opt.Limit <= 0 {
+		opt.Limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = $1 AND ref > $2 AND ($3 = '' OR type = $3) ORDER BY ref LIMIT $4`,
+		id, opt.After, opt.Type, opt.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list artifacts: %w", err)
+	}
+	defer rows.Close()
+	out := []memory.Artifact{}
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,765 @@
+// Package postgres is the memory store on PostgreSQL (15 or newer), for teams whose agents
+// run on several machines: any number of daemons serve the same threads from one database,
+// and artifact bodies live in the database or in a shared bucket (package blob).
+//
+// One truth across daemons: every write is one transaction that first locks its thread's
+// row, so versions are checked and assigned under the lock (a stale If-Match is a
+// ConflictError on any daemon, never a lost update) and a thread's events are committed in
+// id order (a follower resuming after id N never skips an event committed later with a
+// smaller id). Each event is announced with NOTIFY in its transaction; every daemon LISTENs
+// and wakes its own followers, who re-read from the database. Daemons cache decoded states
+// but check the thread's version in the database on every read, catching up by replaying
+// only the patches they have not seen.
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/blob"
+	"github.com/relaydev/relay/internal/memory/jsonpatch"
+	"github.com/relaydev/relay/internal/memory/statedoc"
+)
+
+const (
+	snapshotEvery = 64      // versions between full-state snapshots
+	snapshotBytes = 4 << 20 // or sooner, when replaying would touch this many document bytes
+	cacheEntries  = 1024    // decoded latest states kept per daemon
+	notifyChannel = "relay_events"
+)
+
+// Options tune Open.
+type Options struct {
+	// Blobs keeps artifact bodies outside the database (nil: in the blobs table).
+	Blobs blob.Store
+	// Now overrides the clock (tests).
+	Now func() time.Time
+	// MaxConns bounds the connection pool (0: pgxpool's default).
+	MaxConns int32
+}
+
+// Store is the PostgreSQL Store.
+type Store struct {
+	pool   *pgxpool.Pool
+	url    string // redacted
+	blobs  blob.Store
+	now    func() time.Time
+	broker broker
+
+	cmu   sync.Mutex
+	cache map[string]*cached
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+	closeOnce  sync.Once
+}
+
+// cached is a thread's decoded state at one version; replaced, never mutated.
+type cached struct {
+	version int
+	st      *statedoc.State
+	size    int
+}
+
+// Open connects to the database at url, applies pending migrations (under an advisory lock,
+// so daemons starting together migrate once) and starts listening for other daemons'
+// events.
+func Open(ctx context.Context, url string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("store URL %s: %w", blob.Redact(url), redactErr(err, url))
+	}
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", blob.Redact(url), redactErr(err, url))
+	}
+	s := &Store{pool: pool, url: blob.Redact(url), blobs: opt.Blobs, now: opt.Now, cache: map[string]*cached{}}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", s.url, redactErr(err, url))
+	}
+	var ver int
+	if err := pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&ver); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("read server version of %s: %w", s.url, err)
+	}
+	if ver < 150000 {
+		pool.Close()
+		return nil, fmt.Errorf("%s runs PostgreSQL %d.%d; relay needs 15 or newer", s.url, ver/10000, ver%10000)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrate %s: %w", s.url, err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s.stopListen = cancel
+	s.listenDone = make(chan struct{})
+	ready := make(chan error, 1)
+	go s.listen(lctx, ready)
+	if err := <-ready; err != nil {
+		s.Close()
+		return nil, fmt.Errorf("listen for events on %s: %w", s.url, err)
+	}
+	return s, nil
+}
+
+// redactErr keeps a password in url out of err's text (pgx quotes the connection string in
+// some parse errors).
+func redactErr(err error, url string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if i := strings.Index(url, "://"); i >= 0 {
+		if at := strings.LastIndex(url[:max(strings.Index(url[i+3:], "/")+i+3, i+3)], "@"); at > i+3 {
+			userinfo := url[i+3 : at]
+			if c := strings.Index(userinfo, ":"); c >= 0 && c+1 < len(userinfo) {
+				msg = strings.ReplaceAll(msg, userinfo[c+1:], "xxxxx")
+			}
+		}
+	}
+	if strings.Contains(msg, "password=") {
+		msg = passwordKV.ReplaceAllString(msg, "password=xxxxx")
+	}
+	return errors.New(msg)
+}
+
+var passwordKV = regexp.MustCompile(`password=\S+`)
+
+// Location returns the database URL without its password.
+func (s *Store) Location() string { return s.url }
+
+// Blobs returns the bucket bodies are kept in, or nil when they are in the database.
+func (s *Store) Blobs() blob.Store { return s.blobs }
+
+// Pool returns the connection pool (for extensions keeping tables in the same database).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close stops listening and closes the pool.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.stopListen != nil {
+			s.stopListen()
+			<-s.listenDone
+		}
+		s.pool.Close()
+	})
+	return nil
+}
+
+// listen holds one connection LISTENing for event notifications from every daemon and wakes
+// the local followers of the thread named in each. When the connection drops it reconnects
+// and wakes every follower, who re-read from their last id: nothing is missed, at worst
+// a follower reads once for nothing.
+func (s *Store) listen(ctx context.Context, ready chan<- error) {
+	defer close(s.listenDone)
+	first := true
+	delay := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := s.pool.Acquire(ctx)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+notifyChannel)
+			if err != nil {
+				conn.Release()
+			}
+		}
+		if first {
+			ready <- err
+			first = false
+			if err != nil {
+				return
+			}
+		}
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, 2*time.Second)
+			continue
+		}
+		delay = 50 * time.Millisecond
+		s.broker.notifyAll() // events may have been written while we were not listening
+		for {
+			n, err := conn.Conn().WaitForNotification(ctx)
+			if err != nil {
+				break
+			}
+			s.broker.notify(n.Payload)
+		}
+		// The connection is in an unknown state (or ctx ended): do not return it to the pool.
+		conn.Conn().Close(context.Background())
+		conn.Release()
+	}
+}
+
+func (s *Store) stamp() memory.Time { return memory.Time{Time: s.now().UTC().Truncate(time.Millisecond)} }
+
+func checkThreadID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return badRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
+	}
+	return nil
+}
+
+func badRequest(format string, a ...any) error {
+	return &memory.InvalidError{Code: "bad_request", Msg: fmt.Sprintf(format, a...), Op: -1}
+}
+
+// tx runs fn in a transaction; known store errors pass through, others get context.
+func (s *Store) tx(ctx context.Context, what string, fn func(pgx.Tx) error) error {
+	err := pgx.BeginFunc(ctx, s.pool, fn)
+	if err == nil {
+		return nil
+	}
+	var ce *memory.ConflictError
+	var ie *memory.InvalidError
+	var tl *memory.TooLargeError
+	if errors.As(err, &ce) || errors.As(err, &ie) || errors.As(err, &tl) || memory.IsNotFound(err) || ctx.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// lockThread takes the thread's row lock for the rest of tx and returns its version,
+// snapshot version and metrics. Every transaction that adds an event takes it before the
+// event's id is drawn, so a thread's events commit in id order.
+func lockThread(ctx context.Context, tx pgx.Tx, id string) (version, snap int, m memory.Metrics, err error) {
+	err = tx.QueryRow(ctx, `SELECT version, snap_version, cache_hits, tokens_avoided FROM threads WHERE id = $1 FOR UPDATE`, id).
+		Scan(&version, &snap, &m.CacheHits, &m.TokensAvoided)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = &memory.NotFoundError{What: "thread", ID: id}
+	}
+	return
+}
+
+// insertEvent adds an event (the thread row must be locked) and announces it on commit.
+func insertEvent(ctx context.Context, tx pgx.Tx, threadID, typ string, at memory.Time, data []byte) (memory.Event, error) {
+	var id int64
+	if err := tx.QueryRow(ctx, `INSERT INTO events (thread_id, type, at, data) VALUES ($1, $2, $3, $4) RETURNING id`, threadID, typ, at.Time, data).Scan(&id); err != nil {
+		return memory.Event{}, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE threads SET event_count = event_count + 1, last_event_id = $1, updated_at = $2 WHERE id = $3`, id, at.Time, threadID); err != nil {
+		return memory.Event{}, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, threadID); err != nil {
+		return memory.Event{}, err
+	}
+	return memory.Event{ID: id, ThreadID: threadID, Type: typ, At: at, Data: data}, nil
+}
+
+// CreateThread implements memory.Store.
+func (s *Store) CreateThread(ctx context.Context, p memory.CreateThreadParams) (memory.Thread, error) {
+	if len([]rune(p.Name)) > memory.MaxNameLen {
+		return memory.Thread{}, badRequest("thread name is longer than %d characters; use a shorter --name", memory.MaxNameLen)
+	}
+	id := uuid.NewString()
+	at := s.stamp()
+	doc := statedoc.NewAt(id, at.Time)
+	st, err := statedoc.Parse(doc)
+	if err != nil {
+		return memory.Thread{}, fmt.Errorf("create thread: new state: %w", err)
+	}
+	data, _ := json.Marshal(map[string]string{"name": p.Name})
+	var ev memory.Event
+	err = s.tx(ctx, "create thread", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO threads (id, name, created_at, updated_at, version) VALUES ($1, $2, $3, $3, 1)`, id, p.Name, at.Time); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO state_snapshots (thread_id, version, doc) VALUES ($1, 1, $2)`, id, doc); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM threads WHERE id = $1 FOR UPDATE`, id); err != nil {
+			return err
+		}
+		var err error
+		if ev, err = insertEvent(ctx, tx, id, memory.EventThreadCreated, at, data); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO state_versions (thread_id, version, patch, author, created_at, event_id) VALUES ($1, 1, '\x5b5d', '', $2, $3)`, id, at.Time, ev.ID)
+		return err
+	})
+	if err != nil {
+		return memory.Thread{}, err
+	}
+	s.setCache(id, &cached{version: 1, st: st, size: len(doc)})
+	return memory.Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: memory.StateRef(1),
+		EventCount: 1, LastEventID: ev.ID}, nil
+}
+
+const threadCols = `id, name, created_at, updated_at, version, artifact_count, event_count, last_event_id, cache_hits, tokens_avoided`
+
+func scanThread(r pgx.Row) (memory.Thread, error) {
+	var t memory.Thread
+	var created, updated time.Time
+	err := r.Scan(&t.ID, &t.Name, &created, &updated, &t.Version, &t.ArtifactCount, &t.EventCount, &t.LastEventID, &t.Metrics.CacheHits, &t.Metrics.TokensAvoided)
+	t.CreatedAt, t.UpdatedAt, t.StateRef = memory.Time{Time: created.UTC()}, memory.Time{Time: updated.UTC()}, memory.StateRef(t.Version)
+	return t, err
+}
+
+// ListThreads implements memory.Store.
+func (s *Store) ListThreads(ctx context.Context, limit int) ([]memory.Thread, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+threadCols+` FROM threads ORDER BY updated_at DESC, id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	defer rows.Close()
+	out := []memory.Thread{}
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list threads: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// GetThread implements memory.Store.
+func (s *Store) GetThread(ctx context.Context, id string) (memory.Thread, error) {
+	if err := checkThreadID(id); err != nil {
+		return memory.Thread{}, err
+	}
+	t, err := scanThread(s.pool.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Thread{}, &memory.NotFoundError{What: "thread", ID: id}
+	}
+	if err != nil {
+		return memory.Thread{}, fmt.Errorf("read thread %s: %w", id, err)
+	}
+	return t, nil
+}
+
+func (s *Store) getCache(id string) *cached {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	return s.cache[id]
+}
+
+func (s *Store) setCache(id string, c *cached) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if old := s.cache[id]; old != nil && old.version >= c.version {
+		return
+	}
+	if len(s.cache) >= cacheEntries {
+		for k := range s.cache { // drop an arbitrary entry: a miss costs one rebuild
+			delete(s.cache, k)
+			break
+		}
+	}
+	s.cache[id] = c
+}
+
+type querier interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}
+
+// stateAt returns the decoded state at version v, starting from the cached state when it
+// is at or below v (replaying only the newer patches), else from the nearest snapshot.
+func (s *Store) stateAt(ctx context.Context, q querier, id string, v int) (*cached, error) {
+	c := s.getCache(id)
+	if c != nil && c.version == v {
+		return c, nil
+	}
+	var st *statedoc.State
+	from := 0
+	size := 0
+	if c != nil && c.version < v && v-c.version <= snapshotEvery {
+		st, from, size = c.st, c.version, c.size
+	} else {
+		var doc []byte
+		err := q.QueryRow(ctx, `SELECT version, doc FROM state_snapshots WHERE thread_id = $1 AND version <= $2 ORDER BY version DESC LIMIT 1`, id, v).Scan(&from, &doc)
+		if err != nil {
+			return nil, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
+		}
+		if st, err = statedoc.Parse(doc); err != nil {
+			return nil, fmt.Errorf("read state snapshot v%d of thread %s: %w", from, id, err)
+		}
+		size = len(doc)
+	}
+	if from < v {
+		rows, err := q.Query(ctx, `SELECT version, patch, created_at FROM state_versions WHERE thread_id = $1 AND version > $2 AND version <= $3 ORDER BY version`, id, from, v)
+		if err != nil {
+			return nil, fmt.Errorf("read state history of thread %s: %w", id, err)
+		}
+		next := from + 1
+		for rows.Next() {
+			var ver int
+			var patch []byte
+			var at time.Time
+			if err := rows.Scan(&ver, &patch, &at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if ver != next {
+				rows.Close()
+				return nil, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
+			}
+			if st, err = st.Patch(patch, ver, at.UTC()); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
+			}
+			size += len(patch)
+			next++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if next != v+1 {
+			return nil, fmt.Errorf("state history of thread %s ends at v%d, want v%d", id, next-1, v)
+		}
+	}
+	return &cached{version: v, st: st, size: size}, nil
+}
+
+// latest reads the thread's current version and metrics and returns its state.
+func (s *Store) latest(ctx context.Context, id string) (*cached, memory.Metrics, error) {
+	var m memory.Metrics
+	if err := checkThreadID(id); err != nil {
+		return nil, m, err
+	}
+	var v int
+	err := s.pool.QueryRow(ctx, `SELECT version, cache_hits, tokens_avoided FROM threads WHERE id = $1`, id).Scan(&v, &m.CacheHits, &m.TokensAvoided)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, m, &memory.NotFoundError{What: "thread", ID: id}
+	}
+	if err != nil {
+		return nil, m, fmt.Errorf("read thread %s: %w", id, err)
+	}
+	c, err := s.stateAt(ctx, s.pool, id, v)
+	if err != nil {
+		return nil, m, err
+	}
+	s.setCache(id, c)
+	return c, m, nil
+}
+
+// State implements memory.Store.
+func (s *Store) State(ctx context.Context, id string, version int) (memory.State, error) {
+	c, _, err := s.latest(ctx, id)
+	if err != nil {
+		return memory.State{}, err
+	}
+	if version != 0 && version != c.version {
+		if version < 0 || version > c.version {
+			return memory.State{}, &memory.NotFoundError{What: "version", ID: fmt.Sprintf("%s of thread %s (latest is %s)", memory.StateRef(version), id, memory.StateRef(c.version))}
+		}
+		// An older version: built from its nearest snapshot, the cache keeps the latest.
+		if c, err = s.stateAt(ctx, s.pool, id, version); err != nil {
+			return memory.State{}, err
+		}
+	}
+	doc, err := c.st.JSON()
+	if err != nil {
+		return memory.State{}, fmt.Errorf("encode state of thread %s: %w", id, err)
+	}
+	return memory.State{ThreadID: id, Version: c.version, Doc: doc}, nil
+}
+
+// Header implements memory.Store.
+func (s *Store) Header(ctx context.Context, id string) (memory.Header, error) {
+	c, m, err := s.latest(ctx, id)
+	if err != nil {
+		return memory.Header{}, err
+	}
+	b, t, err := c.st.Header(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided})
+	if err != nil {
+		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
+	}
+	return memory.Header{Version: c.version, JSON: b, Truncated: t}, nil
+}
+
+// patchError turns a jsonpatch/statedoc error into an InvalidError with the API code.
+func patchError(err error) error {
+	var pe *jsonpatch.Error
+	if errors.As(err, &pe) {
+		code := "invalid_patch"
+		if pe.Kind == jsonpatch.KindTestFailed {
+			code = "test_failed"
+		}
+		return &memory.InvalidError{Code: code, Msg: "cannot apply patch: " + pe.Error(), Op: pe.Op, Path: pe.Path, Err: err}
+	}
+	return &memory.InvalidError{Code: "invalid_state", Msg: "patch refused: " + err.Error(), Op: -1, Err: err}
+}
+
+// PatchState implements memory.Store. The thread row is locked before the version check, so
+// of two daemons patching against the same version exactly one wins and the other gets a
+// ConflictError with the new current version.
+func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (memory.PatchResult, error) {
+	if err := checkThreadID(id); err != nil {
+		return memory.PatchResult{}, err
+	}
+	var ops []json.RawMessage
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return memory.PatchResult{}, &memory.InvalidError{Code: "invalid_patch", Msg: "patch must be a JSON array of operations: " + err.Error(), Op: -1, Err: err}
+	}
+	if len([]rune(author)) > memory.MaxNameLen {
+		return memory.PatchResult{}, badRequest("author is longer than %d characters", memory.MaxNameLen)
+	}
+	var cb bytes.Buffer
+	compact := patch
+	if json.Compact(&cb, patch) == nil {
+		compact = cb.Bytes()
+	}
+	var res memory.PatchResult
+	var next *cached
+	err := s.tx(ctx, "store patch of thread "+id, func(tx pgx.Tx) error {
+		curV, snapV, _, err := lockThread(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if expected > 0 && expected != curV {
+			return &memory.ConflictError{Expected: expected, Current: curV}
+		}
+		cur, err := s.stateAt(ctx, tx, id, curV)
+		if err != nil {
+			return err
+		}
+		v := curV + 1
+		at := s.stamp()
+		st, err := cur.st.Patch(patch, v, at.Time)
+		if err != nil {
+			return patchError(err)
+		}
+		doc, err := st.JSON()
+		if err != nil {
+			return patchError(err)
+		}
+		if len(doc) > memory.MaxStateBytes {
+			return &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
+		}
+		since := v - snapV
+		snap := since >= snapshotEvery || since*len(doc) >= snapshotBytes
+		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": len(ops), "author": author})
+		ev, err := insertEvent(ctx, tx, id, memory.EventStatePatched, at, data)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO state_versions (thread_id, version, patch, author, created_at, event_id) VALUES ($1, $2, $3, $4, $5, $6)`, id, v, compact, author, at.Time, ev.ID); err != nil {
+			return err
+		}
+		newSnap := snapV
+		if snap {
+			if _, err := tx.Exec(ctx, `INSERT INTO state_snapshots (thread_id, version, doc) VALUES ($1, $2, $3)`, id, v, doc); err != nil {
+				return err
+			}
+			newSnap = v
+		}
+		if _, err := tx.Exec(ctx, `UPDATE threads SET version = $1, snap_version = $2 WHERE id = $3`, v, newSnap, id); err != nil {
+			return err
+		}
+		next = &cached{version: v, st: st, size: len(doc)}
+		res = memory.PatchResult{ThreadID: id, Version: v, StateRef: memory.StateRef(v), EventID: ev.ID}
+		return nil
+	})
+	if err != nil {
+		return memory.PatchResult{}, err
+	}
+	s.setCache(id, next)
+	return res, nil
+}
+
+// Versions implements memory.Store.
+func (s *Store) Versions(ctx context.Context, id string, after, limit int) ([]memory.Version, error) {
+	if err := s.threadExists(ctx, id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT version, patch, author, created_at, event_id FROM state_versions WHERE thread_id = $1 AND version > $2 ORDER BY version LIMIT $3`, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of thread %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []memory.Version{}
+	for rows.Next() {
+		var v memory.Version
+		var at time.Time
+		var patch []byte
+		if err := rows.Scan(&v.Version, &patch, &v.Author, &at, &v.EventID); err != nil {
+			return nil, err
+		}
+		v.Patch, v.CreatedAt, v.StateRef = patch, memory.Time{Time: at.UTC()}, memory.StateRef(v.Version)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) threadExists(ctx context.Context, id string) error {
+	if err := checkThreadID(id); err != nil {
+		return err
+	}
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM threads WHERE id = $1)`, id).Scan(&ok); err != nil {
+		return fmt.Errorf("read thread %s: %w", id, err)
+	}
+	if !ok {
+		return &memory.NotFoundError{What: "thread", ID: id}
+	}
+	return nil
+}
+
+// AppendEvent implements memory.Store.
+func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memory.Event, error) {
+	if err := checkThreadID(id); err != nil {
+		return memory.Event{}, err
+	}
+	if typ == "" || len(typ) > 100 {
+		return memory.Event{}, badRequest("event type must be 1..100 characters")
+	}
+	var b []byte
+	switch d := data.(type) {
+	case json.RawMessage:
+		b = d
+	case []byte:
+		b = d
+	default:
+		var err error
+		if b, err = json.Marshal(data); err != nil {
+			return memory.Event{}, fmt.Errorf("encode event data: %w", err)
+		}
+	}
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	if !json.Valid(b) {
+		return memory.Event{}, badRequest("event data is not valid JSON")
+	}
+	var ev memory.Event
+	err := s.tx(ctx, "append event to thread "+id, func(tx pgx.Tx) error {
+		if _, _, _, err := lockThread(ctx, tx, id); err != nil {
+			return err
+		}
+		var err error
+		ev, err = insertEvent(ctx, tx, id, typ, s.stamp(), b)
+		return err
+	})
+	return ev, err
+}
+
+// Events implements memory.Store.
+func (s *Store) Events(ctx context.Context, id string, after int64, limit int) ([]memory.Event, error) {
+	if err := checkThreadID(id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, type, at, data FROM events WHERE thread_id = $1 AND id > $2 ORDER BY id LIMIT $3`, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	out := []memory.Event{}
+	for rows.Next() {
+		var e memory.Event
+		var at time.Time
+		var data []byte
+		if err := rows.Scan(&e.ID, &e.Type, &at, &data); err != nil {
+			return nil, err
+		}
+		e.ThreadID, e.At, e.Data = id, memory.Time{Time: at.UTC()}, data
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		if err := s.threadExists(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Subscribe implements memory.Store: the channel wakes on events written through any daemon.
+func (s *Store) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.subscribe(id) }
+
+// AddMetrics implements memory.Store.
+func (s *Store) AddMetrics(ctx context.Context, id string, m memory.Metrics) error {
+	if err := checkThreadID(id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE threads SET cache_hits = cache_hits + $1, tokens_avoided = tokens_avoided + $2 WHERE id = $3`, m.CacheHits, m.TokensAvoided, id)
+	if err != nil {
+		return fmt.Errorf("add metrics to thread %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return &memory.NotFoundError{What: "thread", ID: id}
+	}
+	return nil
+}
+
+// Stats implements memory.Store.
+func (s *Store) Stats(ctx context.Context) (memory.StoreStats, error) {
+	st := memory.StoreStats{Path: s.url}
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM artifacts), (SELECT coalesce(max(id), 0) FROM events), pg_database_size(current_database())`).
+		Scan(&st.Threads, &st.Artifacts, &st.Events, &st.Bytes)
+	if err != nil {
+		return st, fmt.Errorf("read store stats: %w", err)
+	}
+	return st, nil
+}
+
+// Check implements memory.Store: the database answers and its schema is the one this
+// build writes.
+func (s *Store) Check(ctx context.Context) error {
+	v, err := currentVersion(ctx, s.pool)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", s.url, err)
+	}
+	if v != SchemaVersion() {
+		return fmt.Errorf("%s has schema version %d, this relay writes %d; restart the daemon to migrate or upgrade relay", s.url, v, SchemaVersion())
+	}
+	return nil
+}
+
+// SchemaVersionOf reports the schema version of the database at url without migrating it.
+func SchemaVersionOf(ctx context.Context, url string) (int, error) {
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, fmt.Errorf("connect to %s: %w", blob.Redact(url), redactErr(err, url))
+	}
+	defer c.Close(ctx)
+	var exists bool
+	if err := c.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, errSchemaMissing
+	}
+	return currentVersion(ctx, c)
+}
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+var _ memory.Store = (*Store)(nil)
