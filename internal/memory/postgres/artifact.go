@@ -23,7 +23,6 @@ import (
 const (
 	maxIndexedBytes = 4 << 20
 	maxIndexWords   = 512 << 10
-	searchCapName   = "retrieval.search"
 )
 
 // PutArtifact implements memory.Store.
@@ -44,16 +43,16 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: memory.MaxArtifactSize}
 	}
 	if len([]rune(p.Name)) > memory.MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
-		return memory.Artifact{}, badRequest("artifact name must be at most %d characters on one line", memory.MaxNameLen)
+		return memory.Artifact{}, memory.BadRequest("artifact name must be at most %d characters on one line", memory.MaxNameLen)
 	}
 	if len([]rune(p.CreatedBy)) > memory.MaxNameLen || len([]rune(p.Capability)) > memory.MaxNameLen {
-		return memory.Artifact{}, badRequest("created_by and capability must be at most %d characters", memory.MaxNameLen)
+		return memory.Artifact{}, memory.BadRequest("created_by and capability must be at most %d characters", memory.MaxNameLen)
 	}
 	typ := p.Type
 	if typ == "" {
 		typ = memory.DetectType(p.Name, body.Head)
 	} else if !memory.ValidType(typ) {
-		return memory.Artifact{}, badRequest("unknown artifact type %q; use one of %s", typ, strings.Join(memory.ArtifactTypes, ", "))
+		return memory.Artifact{}, memory.BadRequest("unknown artifact type %q; use one of %s", typ, strings.Join(memory.ArtifactTypes, ", "))
 	}
 	refs := p.SourceRefs
 	if refs == nil {
@@ -61,7 +60,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	}
 	for _, r := range refs {
 		if !memory.ValidRef(r) {
-			return memory.Artifact{}, badRequest("source ref %q is not an artifact ref", r)
+			return memory.Artifact{}, memory.BadRequest("source ref %q is not an artifact ref", r)
 		}
 	}
 	// The preview, type and index need the text; a body above the spool threshold is
@@ -130,7 +129,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 			return err
 		}
 		// Search results must not find earlier search results.
-		if a.Provenance.Capability != searchCapName {
+		if a.Provenance.Capability != memory.SearchCapability {
 			if err := index(ctx, tx, a, content); err != nil {
 				return fmt.Errorf("index artifact %s: %w", a.Ref, err)
 			}
@@ -195,7 +194,7 @@ func (s *Store) GetArtifact(ctx context.Context, id, ref string) (memory.Artifac
 		return memory.Artifact{}, err
 	}
 	if !memory.ValidRef(ref) {
-		return memory.Artifact{}, badRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
+		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
 	}
 	a, err := scanArtifact(s.pool.QueryRow(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = $1 AND thread_id = $2`, ref, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -248,10 +247,10 @@ func (s *Store) ListArtifacts(ctx context.Context, id string, opt memory.ListArt
 		return nil, err
 	}
 	if opt.Type != "" && !memory.ValidType(opt.Type) {
-		return nil, badRequest("unknown artifact type %q; use one of %s", opt.Type, strings.Join(memory.ArtifactTypes, ", "))
+		return nil, memory.BadRequest("unknown artifact type %q; use one of %s", opt.Type, strings.Join(memory.ArtifactTypes, ", "))
 	}
 	if opt.After != "" && !memory.ValidRef(opt.After) {
-		return nil, badRequest("after=%q is not an artifact ref", opt.After)
+		return nil, memory.BadRequest("after=%q is not an artifact ref", opt.After)
 	}
 	if opt.Limit <= 0 {
 		opt.Limit = 100

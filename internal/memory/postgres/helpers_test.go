@@ -1,7 +1,21 @@
 package postgres_test
 
-import "github.com/relaydev/relay/internal/memory/capability/search"
+import (
+	"testing"
 
-func searchQuery(q string, types []string) search.Query {
-	return search.Query{Query: q, Types: types}
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/pgtest"
+	"github.com/relaydev/relay/internal/memory/postgres"
+	"github.com/relaydev/relay/internal/memory/storetest"
+)
+
+func searchQuery(q string, types []string) memory.SearchQuery {
+	return memory.SearchQuery{Query: q, Types: types}
+}
+
+// The same conformance suite as the SQLite store, on PostgreSQL.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) memory.Store {
+		return open(t, pgtest.New(t), postgres.Options{})
+	})
 }

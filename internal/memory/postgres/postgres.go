@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -144,8 +145,14 @@ func redactErr(err error, url string) error {
 
 var passwordKV = regexp.MustCompile(`password=\S+`)
 
-// Location returns the database URL without its password.
-func (s *Store) Location() string { return s.url }
+// Describe implements memory.Store.
+func (s *Store) Describe() memory.StoreInfo {
+	loc := s.url
+	if s.blobs != nil {
+		loc += " (artifacts in " + s.blobs.String() + ")"
+	}
+	return memory.StoreInfo{Backend: "postgres", Location: loc}
+}
 
 // Blobs returns the bucket bodies are kept in, or nil when they are in the database.
 func (s *Store) Blobs() blob.Store { return s.blobs }
@@ -216,13 +223,9 @@ func (s *Store) stamp() memory.Time { return memory.Time{Time: s.now().UTC().Tru
 
 func checkThreadID(id string) error {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return badRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
+		return memory.BadRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
 	}
 	return nil
-}
-
-func badRequest(format string, a ...any) error {
-	return &memory.InvalidError{Code: "bad_request", Msg: fmt.Sprintf(format, a...), Op: -1}
 }
 
 // tx runs fn in a transaction; known store errors pass through, others get context.
@@ -270,7 +273,7 @@ func insertEvent(ctx context.Context, tx pgx.Tx, threadID, typ string, at memory
 // CreateThread implements memory.Store.
 func (s *Store) CreateThread(ctx context.Context, p memory.CreateThreadParams) (memory.Thread, error) {
 	if len([]rune(p.Name)) > memory.MaxNameLen {
-		return memory.Thread{}, badRequest("thread name is longer than %d characters; use a shorter --name", memory.MaxNameLen)
+		return memory.Thread{}, memory.BadRequest("thread name is longer than %d characters; use a shorter --name", memory.MaxNameLen)
 	}
 	id := uuid.NewString()
 	at := s.stamp()
@@ -481,13 +484,34 @@ func (s *Store) State(ctx context.Context, id string, version int) (memory.State
 	return memory.State{ThreadID: id, Version: c.version, Doc: doc}, nil
 }
 
-// Header implements memory.Store.
+// Header implements memory.Store: the state's lists plus the thread's recently stored
+// artifacts (relay's own reports excluded), read from the database so a put through any
+// daemon shows at once.
 func (s *Store) Header(ctx context.Context, id string) (memory.Header, error) {
 	c, m, err := s.latest(ctx, id)
 	if err != nil {
 		return memory.Header{}, err
 	}
-	b, t, err := c.st.Header(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided})
+	rows, err := s.pool.Query(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = $1 AND created_by != $2 ORDER BY ref DESC LIMIT $3`,
+		id, memory.ReportAuthor, statedoc.MaxArtifactRefs)
+	if err != nil {
+		return memory.Header{}, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
+	}
+	var recent []statedoc.ArtifactRef
+	for rows.Next() {
+		var a statedoc.ArtifactRef
+		if err := rows.Scan(&a.Ref, &a.Type, &a.Name); err != nil {
+			rows.Close()
+			return memory.Header{}, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
+		}
+		recent = append(recent, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return memory.Header{}, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
+	}
+	slices.Reverse(recent)
+	b, t, err := c.st.HeaderWithArtifacts(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent)
 	if err != nil {
 		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
@@ -519,7 +543,7 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 		return memory.PatchResult{}, &memory.InvalidError{Code: "invalid_patch", Msg: "patch must be a JSON array of operations: " + err.Error(), Op: -1, Err: err}
 	}
 	if len([]rune(author)) > memory.MaxNameLen {
-		return memory.PatchResult{}, badRequest("author is longer than %d characters", memory.MaxNameLen)
+		return memory.PatchResult{}, memory.BadRequest("author is longer than %d characters", memory.MaxNameLen)
 	}
 	var cb bytes.Buffer
 	compact := patch
@@ -631,7 +655,7 @@ func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memo
 		return memory.Event{}, err
 	}
 	if typ == "" || len(typ) > 100 {
-		return memory.Event{}, badRequest("event type must be 1..100 characters")
+		return memory.Event{}, memory.BadRequest("event type must be 1..100 characters")
 	}
 	var b []byte
 	switch d := data.(type) {
@@ -649,7 +673,7 @@ func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memo
 		b = []byte("{}")
 	}
 	if !json.Valid(b) {
-		return memory.Event{}, badRequest("event data is not valid JSON")
+		return memory.Event{}, memory.BadRequest("event data is not valid JSON")
 	}
 	var ev memory.Event
 	err := s.tx(ctx, "append event to thread "+id, func(tx pgx.Tx) error {

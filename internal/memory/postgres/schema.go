@@ -112,6 +112,42 @@ CREATE TABLE artifact_search (
 );
 CREATE INDEX artifact_search_doc ON artifact_search USING GIN (doc);
 `},
+	{3, "capabilities and agent-to-agent", `
+CREATE TABLE cap_cache (
+  key          TEXT PRIMARY KEY,
+  capability   TEXT NOT NULL,
+  thread_id    TEXT NOT NULL,
+  artifact_ref TEXT NOT NULL,
+  preview      BYTEA NOT NULL,
+  expires_at   TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX cap_cache_expires ON cap_cache (expires_at);
+CREATE TABLE cap_calls (
+  id            BIGSERIAL PRIMARY KEY,
+  thread_id     TEXT NOT NULL,
+  capability    TEXT NOT NULL,
+  args          BYTEA NOT NULL,
+  artifact_ref  TEXT NOT NULL,
+  cache_hit     BOOLEAN NOT NULL,
+  preview_bytes INTEGER NOT NULL,
+  duration_ms   BIGINT NOT NULL,
+  at            TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX cap_calls_thread ON cap_calls (thread_id, id);
+CREATE TABLE a2a_hops (
+  thread_id TEXT PRIMARY KEY,
+  hops      INTEGER NOT NULL
+);
+CREATE TABLE a2a_messages (
+  thread_id       TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  msg_id          TEXT NOT NULL,
+  status          TEXT NOT NULL, -- pending | done
+  response        BYTEA,
+  received_at     TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (thread_id, idempotency_key)
+);
+`},
 }
 
 // SchemaVersion is the schema this build writes.

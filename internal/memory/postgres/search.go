@@ -4,24 +4,24 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/relaydev/relay/internal/memory"
-	"github.com/relaydev/relay/internal/memory/capability/search"
 	"github.com/relaydev/relay/internal/memory/ftsquery"
 )
 
 // Search runs the memory search syntax over one thread's artifacts with PostgreSQL
-// full-text search: the GIN index finds the matches, the newest search.MaxRanked of them
+// full-text search: the GIN index finds the matches, the newest maxRanked of them
 // are ranked by ts_rank_cd with a name match counting twice a body match, and snippets are
 // ts_headline fragments with the same highlight markers as SQLite's. Results have the
 // SQLite store's shape: best first, higher score is better.
-func (s *Store) Search(ctx context.Context, threadID string, q search.Query) ([]search.Hit, error) {
+func (s *Store) Search(ctx context.Context, threadID string, q memory.SearchQuery) ([]memory.SearchHit, error) {
 	if err := checkThreadID(threadID); err != nil {
 		return nil, err
 	}
 	terms, err := ftsquery.Parse(q.Query)
 	if err != nil {
-		return nil, err
+		return nil, &memory.InvalidError{Code: "bad_request", Msg: err.Error(), Op: -1, Err: err}
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -32,7 +32,7 @@ func (s *Store) Search(ctx context.Context, threadID string, q search.Query) ([]
 		types = []string{}
 	}
 	opts := fmt.Sprintf("StartSel=%s, StopSel=%s, MaxWords=16, MinWords=6, ShortWord=0, MaxFragments=1, FragmentDelimiter=…",
-		search.HighlightOpen, search.HighlightClose)
+		memory.HighlightOpen, memory.HighlightClose)
 	rows, err := s.pool.Query(ctx, `
 		WITH q AS (SELECT to_tsquery('relay_search', $2) AS query),
 		m AS (
@@ -47,19 +47,19 @@ func (s *Store) Search(ctx context.Context, threadID string, q search.Query) ([]
 		SELECT r.ref, r.name, r.type, r.score,
 			ts_headline('relay_search', r.body, q.query, $6)
 		FROM r, q ORDER BY r.score DESC, r.seq DESC`,
-		threadID, ftsquery.TSQuery(terms), types, search.MaxRanked, limit, opts)
+		threadID, ftsquery.TSQuery(terms), types, maxRanked, limit, opts)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	defer rows.Close()
-	hits := []search.Hit{}
+	hits := []memory.SearchHit{}
 	for rows.Next() {
-		var h search.Hit
+		var h memory.SearchHit
 		var score float64
 		if err := rows.Scan(&h.Ref, &h.Name, &h.Type, &score, &h.Snippet); err != nil {
 			return nil, fmt.Errorf("search: %w", err)
 		}
-		h.Score = math.Round(score*1000) / 1000
+		h.Score = score6(score)
 		if h.Snippet == "" {
 			h.Snippet = h.Name
 		}
@@ -72,10 +72,22 @@ func (s *Store) Search(ctx context.Context, threadID string, q search.Query) ([]
 	return hits, nil
 }
 
-// SearchSeq is the thread's index sequence: it moves with every indexed put, so a cached
-// search result made before it is stale.
-func (s *Store) SearchSeq(ctx context.Context, threadID string) (int64, error) {
+// SearchScope implements memory.Searcher: the thread's index sequence moves with every
+// indexed put, so a cached search made before it is stale.
+func (s *Store) SearchScope(ctx context.Context, threadID string) (string, error) {
 	var seq int64
 	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM artifact_search WHERE thread_id = $1`, threadID).Scan(&seq)
-	return seq, err
+	return strconv.FormatInt(seq, 10), err
+}
+
+// maxRanked bounds how many matches are ranked per query (the newest ones), as on SQLite.
+const maxRanked = 1000
+
+// score6 keeps 6 significant digits, like the SQLite store's scores.
+func score6(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	p := math.Pow(10, 5-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
 }
