@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/memory/server"
 )
@@ -81,6 +82,9 @@ type UpOptions struct {
 	Foreground bool
 	JSON       bool
 	Wait       time.Duration
+	// Store and Artifacts override RELAY_STORE / RELAY_ARTIFACTS and config.json's store.
+	Store     string
+	Artifacts string
 }
 
 func newCmdUp(f *Factory) *cobra.Command {
@@ -93,7 +97,14 @@ func newCmdUp(f *Factory) *cobra.Command {
 It runs in the background: pid in $RELAY_HOME/daemon.pid, log in $RELAY_HOME/daemon.log,
 address in $RELAY_HOME/daemon.json. When the port is taken the next free one is used
 and recorded, so every relay command and SDK finds it. --foreground runs it in this
-terminal until Ctrl-C.`,
+terminal until Ctrl-C.
+
+The store is SQLite in $RELAY_HOME unless --store (or RELAY_STORE, or "store": {"url": …}
+in $RELAY_HOME/config.json) names a shared PostgreSQL database, postgres://user@host/db;
+any number of daemons on any machines can serve the same database. --artifacts
+s3://bucket/prefix?endpoint=host:port (or RELAY_ARTIFACTS, or store.artifacts) keeps
+artifact bodies in an S3-compatible bucket, credentials from AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY. See docs/team.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("port") {
@@ -106,6 +117,8 @@ terminal until Ctrl-C.`,
 	cmd.Flags().StringVar(&opts.Host, "host", "127.0.0.1", "address to listen on (keep loopback unless you set a token)")
 	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run in this terminal instead of the background")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the daemon's address as JSON")
+	cmd.Flags().StringVar(&opts.Store, "store", "", "store URL: sqlite:// (default, in $RELAY_HOME) or postgres://user@host/db (shared by several daemons)")
+	cmd.Flags().StringVar(&opts.Artifacts, "artifacts", "", "where artifact bodies go: s3://bucket/prefix?endpoint=host:port (default: in the store)")
 	return cmd
 }
 
@@ -122,6 +135,15 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	dc, err := loadDaemonConfig(f.Getenv, u)
 	if err != nil {
 		return err
+	}
+	if opts.Store != "" {
+		if _, err := backend.Kind(opts.Store); err != nil {
+			return Usagef("--store: %v", err)
+		}
+		dc.Store = opts.Store
+	}
+	if opts.Artifacts != "" {
+		dc.Artifacts = opts.Artifacts
 	}
 	port := opts.Port
 	if port == 0 {
@@ -157,6 +179,9 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	start, _ := logf.Seek(0, io.SeekEnd)
 	args := []string{"up", "--foreground", "--port", strconv.Itoa(port), "--host", opts.Host}
 	child := exec.Command(exe, args...)
+	// The store URL may carry a password: it goes to the child in its environment, never on
+	// a command line that ps shows.
+	child.Env = append(os.Environ(), "RELAY_STORE="+dc.Store, "RELAY_ARTIFACTS="+dc.Artifacts)
 	child.Stdin = nil // /dev/null: a daemon never reads the terminal
 	child.Stdout, child.Stderr = logf, logf
 	child.SysProcAttr = detached()
@@ -227,7 +252,7 @@ func upForeground(ctx context.Context, opts *UpOptions, home string, port int, t
 	warnExposed(opts.F.IO.ErrOut, opts.Host, token)
 	server.LimitMemory()
 	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
-		LogLevel: dc.LogLevel, Sync: dc.Sync, Mirror: dc.Mirror, Capabilities: dc.Capabilities, Ready: func(info relayhome.Info) {
+		LogLevel: dc.LogLevel, Sync: dc.Sync, Mirror: dc.Mirror, Capabilities: dc.Capabilities, Store: dc.Store, Artifacts: dc.Artifacts, Ready: func(info relayhome.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
 		}})
 	if errors.Is(err, server.ErrAlreadyRunning) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/relayhome"
 )
@@ -20,6 +21,8 @@ type daemonConfig struct {
 	Sync         string
 	Mirror       bool // RELAY_MIRROR: the human-readable copy under $RELAY_HOME/threads
 	Capabilities server.CapabilityOptions
+	// Store and Artifacts locate the store and the artifact bucket (package backend).
+	Store, Artifacts string
 }
 
 // A setting names where a value came from, for the error.
@@ -119,6 +122,16 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 		}
 		c.Capabilities.MaxHops = n
 	}
+	// A store URL may carry a password: errors name the setting, never echo the value.
+	if s, ok := pick("RELAY_STORE", u.Store.URL); ok {
+		if _, err := backend.Kind(s.value); err != nil {
+			return c, WithHint(fmt.Errorf("%s: %v", s.name, err), "use sqlite:// or postgres://user@host/db (docs/team.md)")
+		}
+		c.Store = s.value
+	}
+	if s, ok := pick("RELAY_ARTIFACTS", u.Store.Artifacts); ok {
+		c.Artifacts = s.value
+	}
 	return c, c.Capabilities.Validate()
 }
 
@@ -133,6 +146,10 @@ func fileKey(env string) string {
 		return "fetch.max_bytes"
 	case "RELAY_A2A_MAX_HOPS":
 		return "a2a.max_hops"
+	case "RELAY_STORE":
+		return "store.url"
+	case "RELAY_ARTIFACTS":
+		return "store.artifacts"
 	}
 	return env
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/relaydev/relay/internal/memory/pgtest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -24,9 +25,18 @@ var scriptSetups []func(env *testscript.Env) error
 func TestMain(m *testing.M) {
 	// Scripts run `relay` as this test binary re-executed, so it is the real
 	// command tree (and can be killed, backgrounded, raced).
-	testscript.Main(m, map[string]func(){
+	testscript.Main(stopServers{m}, map[string]func(){
 		"relay": func() { os.Exit(Main()) },
 	})
+}
+
+// stopServers stops the PostgreSQL server of the team scripts, if one was started, after
+// the tests and before testscript exits.
+type stopServers struct{ m *testing.M }
+
+func (s stopServers) Run() int {
+	defer pgtest.Stop()
+	return s.m.Run()
 }
 
 func TestScript(t *testing.T) {

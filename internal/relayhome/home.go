@@ -33,6 +33,16 @@ type User struct {
 	Port  int    `json:"port"`
 	Fetch Fetch  `json:"fetch,omitzero"`
 	A2A   A2A    `json:"a2a,omitzero"`
+	Store Store  `json:"store,omitzero"`
+}
+
+// Store chooses the memory store (RELAY_STORE and RELAY_ARTIFACTS override it): URL is
+// empty or sqlite:// for the embedded store in $RELAY_HOME, or postgres://… for a database
+// shared by several daemons; Artifacts is empty (bodies in the store) or
+// s3://bucket/prefix?endpoint=… (docs/team.md).
+type Store struct {
+	URL       string `json:"url,omitempty"`
+	Artifacts string `json:"artifacts,omitempty"`
 }
 
 // Fetch limits the http.fetch capability.

@@ -295,8 +295,8 @@ func TestOpenLocation(t *testing.T) {
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://relay:hunter2@db:5432/relay?sslmode=require": "postgres://relay:xxxxx@db:5432/relay?sslmode=require",
-		"postgres://relay@db/relay":                               "postgres://relay@db/relay",
-		"postgres://db/relay?password=hunter2":                    "postgres://db/relay?password=xxxxx",
+		"postgres://relay@db/relay":                              "postgres://relay@db/relay",
+		"postgres://db/relay?password=hunter2":                   "postgres://db/relay?password=xxxxx",
 	} {
 		if got := blob.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

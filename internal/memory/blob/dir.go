@@ -26,7 +26,9 @@ func NewDir(root string) (*Dir, error) {
 	return &Dir{root: filepath.Clean(root)}, nil
 }
 
-func (d *Dir) path(sum string) string { return filepath.Join(d.root, filepath.FromSlash(objectName(sum))) }
+func (d *Dir) path(sum string) string {
+	return filepath.Join(d.root, filepath.FromSlash(objectName(sum)))
+}
 
 func (d *Dir) String() string { return "file://" + d.root }
 

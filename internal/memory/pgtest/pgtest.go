@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -216,16 +217,11 @@ func Start(binDir string) (*Server, error) {
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
+	if err := startLocked(s.cmd, func() { logFile.Close(); close(s.exited) }); err != nil {
 		logFile.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	go func() {
-		s.cmd.Wait()
-		logFile.Close()
-		close(s.exited)
-	}()
 	s.URL = (&url.URL{Scheme: "postgres", User: url.User("relay"), Path: "/postgres",
 		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}).String()
 	if err := s.waitReady(60 * time.Second); err != nil {
@@ -274,6 +270,26 @@ func (s *Server) stop() {
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}
+}
+
+// startLocked starts cmd from a goroutine locked to its OS thread and waits for it there,
+// then runs done. The kernel sends the parent-death signal when the thread that forked the
+// child ends, and Go may retire idle threads; a thread kept busy waiting lives exactly as
+// long as the child needs it.
+func startLocked(cmd *exec.Cmd, done func()) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		done()
+	}()
+	return <-started
 }
 
 // credential is the postgres system user when running as root (initdb and postgres refuse

@@ -26,7 +26,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
@@ -219,7 +218,9 @@ func (s *Store) listen(ctx context.Context, ready chan<- error) {
 	}
 }
 
-func (s *Store) stamp() memory.Time { return memory.Time{Time: s.now().UTC().Truncate(time.Millisecond)} }
+func (s *Store) stamp() memory.Time {
+	return memory.Time{Time: s.now().UTC().Truncate(time.Millisecond)}
+}
 
 func checkThreadID(id string) error {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
@@ -779,11 +780,6 @@ func SchemaVersionOf(ctx context.Context, url string) (int, error) {
 		return 0, errSchemaMissing
 	}
 	return currentVersion(ctx, c)
-}
-
-func isUniqueViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 var _ memory.Store = (*Store)(nil)

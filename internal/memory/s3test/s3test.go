@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,12 +121,26 @@ func start(t testing.TB, bin string) (*Server, error) {
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	exited := make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		// The parent-death signal follows the thread that forked the child: keep that
+		// thread busy waiting for as long as the server runs.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
 		logf.Close()
 		return nil, err
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(exited) }()
 	stop := func() {
 		cmd.Process.Kill()
 		<-exited

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relaydev/relay/internal/memory/sqlite"
+	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/relayhome"
 )
 
@@ -40,6 +40,9 @@ type RunOptions struct {
 	Mirror bool
 	// Ready is called once the daemon is serving.
 	Ready func(Info)
+	// Store is the store URL ("" = SQLite in Home, postgres://… = shared) and Artifacts
+	// where artifact bodies go ("" = in the store, s3://… = a bucket); see package backend.
+	Store, Artifacts string
 }
 
 // ErrAlreadyRunning is returned by Run when another daemon holds the store.
@@ -74,7 +77,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer ln.Close()
 
-	store, err := sqlite.OpenSQLite(o.Home, sqlite.Options{Sync: o.Sync, Mirror: o.Mirror})
+	store, err := backend.Open(ctx, backend.Config{Home: o.Home, URL: o.Store, Artifacts: o.Artifacts, Sync: o.Sync, Mirror: o.Mirror})
 	if err != nil {
 		log.Error("open store failed", "err", err)
 		return err
@@ -95,7 +98,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	srv.RegisterOnShutdown(s.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("daemon started", "url", info.URL, "pid", info.PID, "version", info.Version, "store", store.Path(), "auth", o.Token != "")
+	log.Info("daemon started", "url", info.URL, "pid", info.PID, "version", info.Version, "store", store.Describe().Backend+" "+store.Describe().Location, "auth", o.Token != "")
 	if o.Ready != nil {
 		o.Ready(info)
 	}
