@@ -252,11 +252,19 @@ func (s *Store) ListArtifacts(ctx context.Context, id string, opt memory.ListArt
 	if opt.After != "" && !memory.ValidRef(opt.After) {
 		return nil, memory.BadRequest("after=%q is not an artifact ref", opt.After)
 	}
+	if opt.Before != "" && !memory.ValidRef(opt.Before) {
+		return nil, memory.BadRequest("before=%q is not an artifact ref", opt.Before)
+	}
 	if opt.Limit <= 0 {
 		opt.Limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = $1 AND ref > $2 AND ($3 = '' OR type = $3) ORDER BY ref LIMIT $4`,
-		id, opt.After, opt.Type, opt.Limit)
+	q := `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = $1 AND ref > $2 AND ($3 = '' OR type = $3) ORDER BY ref LIMIT $4`
+	args := []any{id, opt.After, opt.Type, opt.Limit}
+	if opt.Before != "" {
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = $1 AND ref > $2 AND ref < $5 AND ($3 = '' OR type = $3) ORDER BY ref DESC LIMIT $4`
+		args = append(args, opt.Before)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list artifacts: %w", err)
 	}
