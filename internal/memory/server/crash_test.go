@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory/pgtest"
 	"github.com/relaydev/relay/internal/relayhome"
 
 	"github.com/relaydev/relay/internal/memory/sqlite"
@@ -30,19 +31,24 @@ func TestMain(m *testing.M) {
 	if home := os.Getenv("RELAY_TEST_DAEMON_HOME"); home != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		if err := Run(ctx, RunOptions{Home: home, Port: 0, Version: "crash-test"}); err != nil {
+		if err := Run(ctx, RunOptions{Home: home, Port: 0, Version: "crash-test", Store: os.Getenv("RELAY_TEST_DAEMON_STORE")}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
-func startDaemonProcess(t *testing.T, home string) (*exec.Cmd, string) {
+func startDaemonProcess(t *testing.T, home string, store ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "RELAY_TEST_DAEMON_HOME="+home)
+	if len(store) > 0 {
+		cmd.Env = append(cmd.Env, "RELAY_TEST_DAEMON_STORE="+store[0])
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
