@@ -5,6 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory/backend"
+	"github.com/relaydev/relay/internal/memory/blob"
+	"github.com/relaydev/relay/internal/memory/postgres"
 
 	"github.com/relaydev/relay/internal/relayhome"
 
@@ -18,7 +24,28 @@ func memoryDoctorChecks() []doctorCheck {
 	return []doctorCheck{
 		{Name: "daemon", Run: checkDaemon},
 		{Name: "store", Run: checkStore},
+		{Name: "bucket", Run: checkBucket},
 	}
+}
+
+// storeSetting is the store and artifact locations relay up would use without flags:
+// RELAY_STORE / RELAY_ARTIFACTS, else config.json's store.
+func storeSetting(f *Factory) (home, storeURL, artifacts string, err error) {
+	if home, err = f.Home(); err != nil {
+		return "", "", "", err
+	}
+	u, err := relayhome.LoadUser(home)
+	if err != nil {
+		return home, "", "", err
+	}
+	storeURL, artifacts = f.Getenv("RELAY_STORE"), f.Getenv("RELAY_ARTIFACTS")
+	if storeURL == "" {
+		storeURL = u.Store.URL
+	}
+	if artifacts == "" {
+		artifacts = u.Store.Artifacts
+	}
+	return home, storeURL, artifacts, nil
 }
 
 func checkDaemon(ctx context.Context, f *Factory) checkResult {
@@ -56,9 +83,19 @@ func checkDaemon(ctx context.Context, f *Factory) checkResult {
 }
 
 func checkStore(ctx context.Context, f *Factory) checkResult {
-	home, err := f.Home()
+	home, storeURL, _, err := storeSetting(f)
 	if err != nil {
-		return checkResult{Status: statusFail, Detail: err.Error()}
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "relay init"}
+	}
+	kind, err := backend.Kind(storeURL)
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix RELAY_STORE or store.url in " + relayhome.UserFile(home)}
+	}
+	if kind == "postgres" {
+		return checkPostgres(ctx, storeURL)
+	}
+	if home, err = backend.SQLiteHome(home, storeURL); err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix RELAY_STORE or store.url in " + relayhome.UserFile(home)}
 	}
 	err = sqlite.QuickCheck(ctx, home)
 	switch {
@@ -68,4 +105,42 @@ func checkStore(ctx context.Context, f *Factory) checkResult {
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "stop the daemon and move the store aside, then relay up; see " + home + "/daemon.log"}
 	}
 	return checkResult{Status: statusOK, Detail: home + "/" + relayhome.DBFile + " passes quick_check"}
+}
+
+func checkPostgres(ctx context.Context, storeURL string) checkResult {
+	where := blob.Redact(storeURL)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := postgres.Probe(ctx, storeURL)
+	switch {
+	case err != nil && v == 0 && strings.Contains(err.Error(), "no relay schema"):
+		return checkResult{Status: statusWarn, Detail: where + ": reachable, no relay schema yet", Hint: "relay up --store … (creates it)"}
+	case err != nil:
+		return checkResult{Status: statusFail, Detail: where + ": " + err.Error(), Hint: "check the server, the role's password (PGPASSWORD or the URL) and its privileges on the database"}
+	case v < postgres.SchemaVersion():
+		return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s: schema version %d, this relay writes %d", where, v, postgres.SchemaVersion()), Hint: "restart a daemon with this relay to migrate it"}
+	case v > postgres.SchemaVersion():
+		return checkResult{Status: statusFail, Detail: fmt.Sprintf("%s: schema version %d is newer than this relay (%d)", where, v, postgres.SchemaVersion()), Hint: "upgrade relay on this machine"}
+	}
+	return checkResult{Status: statusOK, Detail: fmt.Sprintf("%s: PostgreSQL reachable, schema version %d, write/read round trip ok", where, v)}
+}
+
+func checkBucket(ctx context.Context, f *Factory) checkResult {
+	home, _, artifacts, err := storeSetting(f)
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "relay init"}
+	}
+	if artifacts == "" {
+		return checkResult{Status: statusOK, Detail: "not configured; artifact bodies are kept in the store"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	bs, err := blob.Open(ctx, artifacts)
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix RELAY_ARTIFACTS or store.artifacts in " + relayhome.UserFile(home)}
+	}
+	if err := blob.Probe(ctx, bs); err != nil {
+		return checkResult{Status: statusFail, Detail: bs.String() + ": " + err.Error(), Hint: "check the endpoint, the bucket and AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"}
+	}
+	return checkResult{Status: statusOK, Detail: bs.String() + ": reachable, write/read/delete round trip ok"}
 }

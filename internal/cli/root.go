@@ -105,7 +105,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdBackends(f))
 	addMemoryCommands(root, f)
 	root.AddCommand(newCmdOpen(f))
-	root.AddCommand(newCmdCap(f), newCmdStats(f), newCmdReport(f), newCmdExport(f), newCmdImport(f))
+	root.AddCommand(newCmdCap(f), newCmdStats(f), newCmdReport(f), newCmdExport(f), newCmdImport(f), newCmdMigrate(f))
 	root.AddCommand(newCmdApply(f))
 	root.AddCommand(newCmdWatch(f))
 	root.AddCommand(newCmdLog(f))

@@ -45,6 +45,7 @@ func TestScript(t *testing.T) {
 		Cmds:                scriptCmds,
 		UpdateScripts:       *updateScripts,
 		RequireExplicitExec: true,
+		Condition:           scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			home := filepath.Join(env.WorkDir, ".home")
 			env.Setenv("HOME", home)

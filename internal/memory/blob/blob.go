@@ -7,6 +7,7 @@ package blob
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -234,4 +235,36 @@ func (b *Body) Close() error {
 	err := b.file.Close()
 	b.file = nil
 	return errors.Join(err, os.Remove(name))
+}
+
+// Probe writes a small random body to s, reads it back, compares and deletes it: the
+// round trip relay doctor reports.
+func Probe(ctx context.Context, s Store) error {
+	if p, ok := s.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			return err
+		}
+	}
+	body := make([]byte, 64)
+	if _, err := rand.Read(body); err != nil {
+		return err
+	}
+	sum := Sum(body)
+	if _, err := s.Put(ctx, sum, int64(len(body)), bytes.NewReader(body)); err != nil {
+		return fmt.Errorf("write a probe object: %w", err)
+	}
+	defer s.Delete(context.WithoutCancel(ctx), sum)
+	r, err := s.Open(ctx, sum)
+	if err != nil {
+		return fmt.Errorf("read the probe object back: %w", err)
+	}
+	defer r.Close()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("read the probe object back: %w", err)
+	}
+	if !bytes.Equal(got, body) {
+		return errors.New("the probe object came back different")
+	}
+	return s.Delete(ctx, sum)
 }

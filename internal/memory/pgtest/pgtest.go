@@ -116,6 +116,34 @@ func ok(dir string) bool {
 	return true
 }
 
+// Get returns the test binary's server, starting it on first use, for callers without a
+// testing.TB; errNotInstalled tells a missing installation from a failed start.
+func Get() (s *Server, notInstalled, err error) {
+	if u := os.Getenv("RELAY_TEST_POSTGRES"); u != "" {
+		return &Server{URL: u}, nil, nil
+	}
+	if _, err := Bin(); err != nil {
+		return nil, err, nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if shared == nil && failure == nil {
+		bin, _ := Bin()
+		shared, failure = Start(bin)
+	}
+	return shared, nil, failure
+}
+
+// NewDB is New for callers without a testing.TB.
+func NewDB() (url string, notInstalled, err error) {
+	s, notInstalled, err := Get()
+	if s == nil {
+		return "", notInstalled, err
+	}
+	u, err := s.CreateDB(context.Background(), fmt.Sprintf("relay_test_%d_%d", os.Getpid(), dbSeq.Add(1)))
+	return u, nil, err
+}
+
 // Shared returns the test binary's server, starting it on first use; it skips t when
 // PostgreSQL is not installed.
 func Shared(t testing.TB) *Server {

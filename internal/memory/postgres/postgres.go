@@ -783,3 +783,33 @@ func SchemaVersionOf(ctx context.Context, url string) (int, error) {
 }
 
 var _ memory.Store = (*Store)(nil)
+
+// Probe checks the database at url without changing it: it connects, reads the schema
+// version, and writes and reads back a probe thread in a transaction it rolls back (so the
+// role's write privileges on the real tables are tested too).
+func Probe(ctx context.Context, url string) (schema int, err error) {
+	schema, err = SchemaVersionOf(ctx, url)
+	if err != nil {
+		return schema, err
+	}
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return schema, fmt.Errorf("connect to %s: %w", blob.Redact(url), redactErr(err, url))
+	}
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return schema, err
+	}
+	defer tx.Rollback(ctx)
+	id := uuid.NewString()
+	now := time.Now().UTC()
+	if _, err := tx.Exec(ctx, `INSERT INTO threads (id, name, created_at, updated_at, version) VALUES ($1, 'relay doctor probe', $2, $2, 1)`, id, now); err != nil {
+		return schema, fmt.Errorf("write a probe row: %w", err)
+	}
+	var name string
+	if err := tx.QueryRow(ctx, `SELECT name FROM threads WHERE id = $1`, id).Scan(&name); err != nil || name != "relay doctor probe" {
+		return schema, fmt.Errorf("read the probe row back: %v (got %q)", err, name)
+	}
+	return schema, nil
+}

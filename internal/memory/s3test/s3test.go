@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,35 +88,46 @@ func Start(t testing.TB) *Server {
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
-	var lastErr error
-	// A free port picked here can be taken before versitygw binds it; try a few.
-	for range 5 {
-		s, err := start(t, bin)
-		if err == nil {
-			return s
-		}
-		lastErr = err
+	s, stop, err := StartIn(bin, t.TempDir())
+	if err != nil {
+		t.Fatalf("start versitygw: %v", err)
 	}
-	t.Fatalf("start versitygw: %v", lastErr)
-	return nil
+	t.Cleanup(stop)
+	return s
 }
 
-func start(t testing.TB, bin string) (*Server, error) {
-	dir := t.TempDir()
+// StartIn runs versitygw from bin over dir (which it fills), for callers without a
+// testing.TB (testscript commands); stop kills it. The caller sets the AWS_* credentials
+// of the code under test to AccessKey and SecretKey.
+func StartIn(bin, dir string) (s *Server, stop func(), err error) {
+	// A free port picked here can be taken before versitygw binds it; try a few.
+	for i := range 5 {
+		d := filepath.Join(dir, strconv.Itoa(i))
+		if err = os.Mkdir(d, 0o700); err != nil {
+			return nil, nil, err
+		}
+		if s, stop, err = start(d, bin); err == nil {
+			return s, stop, nil
+		}
+	}
+	return nil, nil, err
+}
+
+func start(dir, bin string) (*Server, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	addr := l.Addr().String()
 	l.Close()
 	logPath := filepath.Join(dir, "versitygw.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.Mkdir(data, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.Command(bin, "--port", addr, "posix", data)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
@@ -139,7 +151,7 @@ func start(t testing.TB, bin string) (*Server, error) {
 	}()
 	if err := <-started; err != nil {
 		logf.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	stop := func() {
 		cmd.Process.Kill()
@@ -148,7 +160,7 @@ func start(t testing.TB, bin string) (*Server, error) {
 	c, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Secure: false})
 	if err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	delay := 10 * time.Millisecond
@@ -162,24 +174,32 @@ func start(t testing.TB, bin string) (*Server, error) {
 		select {
 		case <-exited:
 			b, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("versitygw exited: %s", strings.TrimSpace(string(b)))
+			return nil, nil, fmt.Errorf("versitygw exited: %s", strings.TrimSpace(string(b)))
 		case <-time.After(delay):
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, errors.New("versitygw did not answer within 30s: " + err.Error())
+			return nil, nil, errors.New("versitygw did not answer within 30s: " + err.Error())
 		}
 		delay = min(2*delay, 200*time.Millisecond)
 	}
-	t.Cleanup(stop)
-	return &Server{Endpoint: "http://" + addr, Client: c}, nil
+	return &Server{Endpoint: "http://" + addr, Client: c}, stop, nil
 }
 
 // Bucket creates a bucket and returns the artifacts location s3://name/prefix?endpoint=….
 func (s *Server) Bucket(t testing.TB, name, prefix string) string {
 	t.Helper()
-	if err := s.Client.MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
-		t.Fatalf("create bucket %s: %v", name, err)
+	loc, err := s.MakeBucket(name, prefix)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return "s3://" + name + "/" + prefix + "?" + url.Values{"endpoint": {s.Endpoint}}.Encode()
+	return loc
+}
+
+// MakeBucket is Bucket for callers without a testing.TB.
+func (s *Server) MakeBucket(name, prefix string) (string, error) {
+	if err := s.Client.MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
+		return "", fmt.Errorf("create bucket %s: %w", name, err)
+	}
+	return "s3://" + name + "/" + prefix + "?" + url.Values{"endpoint": {s.Endpoint}}.Encode(), nil
 }
