@@ -2,8 +2,10 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/blob"
 )
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) error {
@@ -344,6 +347,22 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 			return badRequest("JSON artifact upload needs content (text) or content_base64; or send the raw bytes with Content-Type: application/octet-stream")
 		}
 		p.Name, p.Type, p.CreatedBy, p.Capability, p.SourceRefs = in.Name, in.Type, in.CreatedBy, in.Capability, in.SourceRefs
+	} else if sp, ok := s.store.(streamingStore); ok {
+		// A raw upload to a store that streams: hashed while read, held in memory up to
+		// spoolThreshold and in a temporary file above it, never whole in memory.
+		body, err := blob.Spool(http.MaxBytesReader(w, r.Body, MaxArtifactBody), MaxArtifactBody, spoolThreshold, "")
+		if errors.Is(err, blob.ErrTooLarge) {
+			return &memory.TooLargeError{What: "the artifact", Limit: MaxArtifactBody}
+		}
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		a, err := sp.PutArtifactBody(r.Context(), id, p, body)
+		if err != nil {
+			return err
+		}
+		return writeArtifactCreated(w, id, a)
 	} else {
 		var buf bytes.Buffer
 		if n := r.ContentLength; n > 0 && n <= MaxArtifactBody {
@@ -358,6 +377,10 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	return writeArtifactCreated(w, id, a)
+}
+
+func writeArtifactCreated(w http.ResponseWriter, id string, a memory.Artifact) error {
 	status := http.StatusCreated
 	if a.Deduplicated {
 		status = http.StatusOK
@@ -365,6 +388,16 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 	w.Header().Set("Location", "/threads/"+id+"/artifacts/"+a.Ref)
 	writeJSON(w, status, a)
 	return nil
+}
+
+// spoolThreshold is the size above which a streamed upload goes to a temporary file.
+const spoolThreshold = 1 << 20
+
+// streamingStore is a store that takes and serves artifact bodies as streams (the
+// PostgreSQL store, whose bodies may live in a bucket); the others get whole bodies.
+type streamingStore interface {
+	PutArtifactBody(ctx context.Context, threadID string, p memory.PutArtifactParams, body *blob.Body) (memory.Artifact, error)
+	OpenArtifact(ctx context.Context, threadID, ref string) (memory.Artifact, io.ReadCloser, error)
 }
 
 func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) error {
@@ -392,6 +425,9 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error
 		writeJSON(w, http.StatusOK, a)
 		return nil
 	}
+	if sp, ok := s.store.(streamingStore); ok {
+		return s.streamArtifact(w, r, sp, id, ref)
+	}
 	a, b, err := s.store.ArtifactContent(r.Context(), id, ref)
 	if err != nil {
 		return err
@@ -409,6 +445,40 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(b)
+	}
+	return nil
+}
+
+// streamArtifact sends an artifact's bytes as they come from the store (a bucket, for a
+// large one), never holding them whole; the store's reader checks the hash at the end, and a
+// mismatch cuts the response short rather than completing it.
+func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, sp streamingStore, id, ref string) error {
+	a, err := s.store.GetArtifact(r.Context(), id, ref)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", a.Mime)
+	h.Set("ETag", `"`+a.Hash+`"`)
+	h.Set("X-Relay-Artifact-Type", a.Type)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Disposition", `attachment; filename="`+a.Ref+memory.ExtFor(a.Type, a.Mime)+`"`)
+	if notModified(w, r, `"`+a.Hash+`"`) {
+		return nil
+	}
+	_, body, err := sp.OpenArtifact(r.Context(), id, ref)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	h.Set("Content-Length", strconv.FormatInt(a.Size, 10))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	if _, err := io.Copy(w, body); err != nil {
+		s.log.Error("artifact body failed mid-stream", "thread", id, "ref", ref, "err", err)
+		panic(http.ErrAbortHandler) // the client must see a broken response, not a short file
 	}
 	return nil
 }

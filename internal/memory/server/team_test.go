@@ -8,14 +8,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/pgtest"
+	"github.com/relaydev/relay/internal/memory/s3test"
 )
 
 // teamClient talks to one daemon over HTTP.
@@ -310,5 +314,69 @@ func TestKillOneDaemonUnderLoad(t *testing.T) {
 	}
 	if len(acked) < 40*2+15 {
 		t.Fatalf("only %d writes acknowledged; the load did not run", len(acked))
+	}
+}
+
+// TestLargeArtifactsThroughTheBucket puts a 20 MiB body through one daemon of a PostgreSQL
+// store whose bodies live in a bucket (spooled, multipart upload) and reads it back
+// streamed through another daemon; the same bytes through the second daemon are stored once.
+func TestLargeArtifactsThroughTheBucket(t *testing.T) {
+	srv := s3test.Start(t)
+	loc := srv.Bucket(t, "large", "relay")
+	url := pgtest.New(t)
+	open := func() *httptest.Server {
+		st, err := backend.Open(context.Background(), backend.Config{URL: url, Artifacts: loc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := New(Options{Store: st, Version: "test"})
+		h := httptest.NewServer(s.Handler())
+		t.Cleanup(func() { s.Close(); h.Close(); st.Close() })
+		return h
+	}
+	hc := &http.Client{Timeout: 2 * time.Minute}
+	a, b := teamClient{t, open().URL, hc}, teamClient{t, open().URL, hc}
+	code, _, body, err := a.do("POST", "/threads", []byte(`{}`))
+	if err != nil || code != 201 {
+		t.Fatalf("create thread: %d %v", code, err)
+	}
+	var th memory.Thread
+	json.Unmarshal(body, &th)
+	big := make([]byte, 20<<20)
+	for i := range big {
+		big[i] = byte(i*7 + i/4096)
+	}
+	put := func(c teamClient) (int, memory.Artifact) {
+		req, _ := http.NewRequest("POST", c.url+"/threads/"+th.ID+"/artifacts?name=big.bin", bytes.NewReader(big))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var art memory.Artifact
+		json.NewDecoder(resp.Body).Decode(&art)
+		return resp.StatusCode, art
+	}
+	code, art := put(a)
+	if code != 201 || art.Size != int64(len(big)) || art.Type != memory.TypeBinary {
+		t.Fatalf("put through A: %d %+v", code, art)
+	}
+	if code, again := put(b); code != 200 || !again.Deduplicated || again.Ref != art.Ref {
+		t.Fatalf("same bytes through B: %d %+v", code, again)
+	}
+	code, hdr, got, err := b.do("GET", "/threads/"+th.ID+"/artifacts/"+art.Ref+"?raw=1", nil)
+	if err != nil || code != 200 || !bytes.Equal(got, big) || hdr.Get("Content-Length") != strconv.Itoa(len(big)) {
+		t.Fatalf("read through B: %d, %d bytes, %v", code, len(got), err)
+	}
+	if code, _, _, _ := b.do("GET", "/threads/"+th.ID+"/artifacts/"+art.Ref+"?raw=1", nil, "If-None-Match", `"`+art.Hash+`"`); code != 304 {
+		t.Fatalf("conditional read: %d, want 304", code)
+	}
+	objects := 0
+	for range srv.Client.ListObjects(context.Background(), "large", minio.ListObjectsOptions{Recursive: true}) {
+		objects++
+	}
+	if objects != 1 {
+		t.Fatalf("%d objects in the bucket, want the one body", objects)
 	}
 }
