@@ -5,6 +5,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -67,18 +68,21 @@ func Write(path string, perm fs.FileMode, o Options, fill func(io.Writer) error)
 		return err
 	}
 	if !o.NoSync {
-		syncDir(dir)
+		_ = SyncDir(dir) // the data is synced; a directory fsync some systems refuse
 	}
 	return nil
 }
 
-// syncDir makes the rename itself durable. Not every platform can open a directory and
-// some file systems refuse a directory fsync; the file's data is synced either way.
-func syncDir(dir string) {
+// SyncDir makes a rename or removal in dir durable. A file system that cannot fsync a
+// directory (EINVAL) is not an error.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return
+		return err
 	}
-	_ = d.Sync()
-	d.Close()
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
+		return err
+	}
+	return nil
 }

@@ -25,7 +25,8 @@ func TryLock(path string) (*Lock, error) { return acquire(path, false) }
 func Wait(path string) (*Lock, error) { return acquire(path, true) }
 
 func acquire(path string, wait bool) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	// Never through a link: a lock file planted as a link to ~/.bashrc would be truncated.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
@@ -59,7 +60,7 @@ func (l *Lock) Unlock() {
 // (or the file does not exist). The pid may be 0 with held true for a moment after the
 // holder took the lock and before it wrote its pid.
 func Holder(path string) (pid int, held bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|noFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}

@@ -53,3 +53,22 @@ func TestWaitGetsTheLockWhenReleased(t *testing.T) {
 		t.Fatalf("Wait: %v", err)
 	}
 }
+
+func TestLockNeverFollowsALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "bashrc")
+	if err := os.WriteFile(target, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "x.lock")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if l, err := TryLock(link); err == nil {
+		l.Unlock()
+		t.Fatal("TryLock took a lock through a symbolic link")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep me\n" {
+		t.Fatalf("the link's target was changed: %q", b)
+	}
+}

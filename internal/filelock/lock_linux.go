@@ -34,3 +34,5 @@ func isLocked(f *os.File) (bool, error) {
 	}
 	return lk.Type != unix.F_UNLCK, nil
 }
+
+const noFollow = unix.O_NOFOLLOW

@@ -13,3 +13,5 @@ func isLocked(f *os.File) (bool, error) {
 	st, err := f.Stat()
 	return err == nil && st.Size() > 0, err
 }
+
+const noFollow = 0

@@ -33,3 +33,5 @@ func isLocked(f *os.File) (bool, error) {
 	}
 	return false, syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
+
+const noFollow = syscall.O_NOFOLLOW

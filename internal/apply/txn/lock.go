@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/relaydev/relay/internal/filelock"
 )
 
 const lockName = "relay.lock"
@@ -24,9 +24,9 @@ func (e *BusyError) Error() string {
 
 // lock is the project's exclusive transaction lock. The kernel drops it when
 // the owning process dies, so a pending file whose lock is free is orphaned.
-type lock struct{ f *os.File }
+type lock struct{ l *filelock.Lock }
 
-// tryLock takes the lock without waiting, recording our pid in the file.
+// tryLock takes the lock without waiting.
 func tryLock(projectDir string) (*lock, error) {
 	dir := filepath.Join(projectDir, StateDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -36,39 +36,19 @@ func tryLock(projectDir string) (*lock, error) {
 		return nil, err
 	}
 	name := filepath.Join(dir, lockName)
-	// Never through a link: a cloned relay.lock -> ~/.bashrc would be truncated.
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|openNoFollow, 0o644)
+	l, err := filelock.TryLock(name)
+	if errors.Is(err, filelock.ErrLocked) {
+		pid, _, _ := filelock.Holder(name)
+		return nil, &BusyError{PID: pid}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
+		return nil, err
 	}
-	if err := flock(f); err != nil {
-		f.Close()
-		if errors.Is(err, errLocked) {
-			return nil, &BusyError{PID: readPID(name)}
-		}
-		return nil, fmt.Errorf("lock %s: %w", name, err)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return &lock{f: f}, nil
+	return &lock{l: l}, nil
 }
 
 func (l *lock) unlock() {
-	if l == nil || l.f == nil {
-		return
+	if l != nil {
+		l.l.Unlock()
 	}
-	_ = l.f.Truncate(0)
-	_ = funlock(l.f)
-	_ = l.f.Close()
-	l.f = nil
-}
-
-func readPID(name string) int {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
 }

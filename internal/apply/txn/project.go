@@ -75,7 +75,8 @@ func (p *project) read(name string) (vfile, error) {
 	return vfile{content: string(b), exists: true, mode: fi.Mode().Perm()}, nil
 }
 
-// pathErr turns os.Root's escape errors into a clear refusal.
+// pathErr turns os.Root's escape errors into a clear refusal. os.Root reports an escape
+// only through its text (the error value is unexported), so the text is what is matched.
 func (p *project) pathErr(name string, err error) error {
 	if err == nil {
 		return nil

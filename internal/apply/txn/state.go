@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/relaydev/relay/internal/apply/patch"
+	"github.com/relaydev/relay/internal/atomicfile"
 )
 
 // State is one transaction record: `.relaycode/{uuid}.pending.yml` while it
@@ -81,43 +82,13 @@ func validUUID(id string) error {
 	return nil
 }
 
-// writeFileSync writes data to name through a temporary file in the same
-// directory, fsyncs it, renames it into place and fsyncs the directory.
+// writeFileSync replaces name with data crash-safely (fsync, rename, fsync of the
+// directory): a record is either the old one or the new one after any crash.
 func writeFileSync(name string, data []byte) error {
-	dir := filepath.Dir(name)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.WriteFile(name, data, 0o600)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return err
-	}
-	return nil
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 func (s *State) marshal() ([]byte, error) {
 	var buf bytes.Buffer
