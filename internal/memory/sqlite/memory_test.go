@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/relaydev/relay/internal/memory"
 
@@ -96,58 +95,6 @@ func TestVersionsReadableAfterReopen(t *testing.T) {
 	}
 }
 
-func TestPatchRefusalsChangeNothing(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
-	if _, err := s.PatchState(ctx, th.ID, factPatch(1), 1, ""); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := s.State(ctx, th.ID, 0)
-	cases := []struct {
-		name, patch string
-		expected    int
-		check       func(error) bool
-	}{
-		{"stale version", `[]`, 1, func(err error) bool {
-			var ce *memory.ConflictError
-			return errors.As(err, &ce) && ce.Current == 2 && ce.Expected == 1
-		}},
-		{"not an array", `{"op":"add"}`, 0, isCode("invalid_patch")},
-		{"bad pointer", `[{"op":"remove","path":"/facts/7"}]`, 0, isCode("invalid_patch")},
-		{"unknown op", `[{"op":"frob","path":"/facts"}]`, 0, isCode("invalid_patch")},
-		{"failed test", `[{"op":"test","path":"/facts/0/id","value":"nope"}]`, 0, isCode("test_failed")},
-		{"schema broken", `[{"op":"replace","path":"/facts","value":3}]`, 0, isCode("invalid_state")},
-		{"read-only member", `[{"op":"replace","path":"/thread_id","value":"x"}]`, 0, func(err error) bool { return isCode("invalid_patch")(err) || isCode("invalid_state")(err) }},
-		{"second op fails", `[{"op":"add","path":"/facts/-","value":{"id":"f9","key":"k","value":1}},{"op":"remove","path":"/nope"}]`, 0, isCode("invalid_patch")},
-		{"bad thread id", `[]`, 0, isCode("bad_request")},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			id := th.ID
-			if c.name == "bad thread id" {
-				id = "../etc"
-			}
-			_, err := s.PatchState(ctx, id, []byte(c.patch), c.expected, "")
-			if err == nil || !c.check(err) {
-				t.Fatalf("got %T %v", err, err)
-			}
-			after, _ := s.State(ctx, th.ID, 0)
-			if after.Version != before.Version || !bytes.Equal(after.Doc, before.Doc) {
-				t.Fatalf("a refused patch changed the state: v%d -> v%d", before.Version, after.Version)
-			}
-		})
-	}
-	var ie *memory.InvalidError
-	_, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"a","key":"k","value":1}},{"op":"remove","path":"/nope"}]`), 0, "")
-	if !errors.As(err, &ie) || ie.Op != 1 || ie.Path != "/nope" {
-		t.Errorf("error does not name op 1 and its path: %#v", err)
-	}
-	if _, err := s.PatchState(ctx, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", []byte(`[]`), 0, ""); !memory.IsNotFound(err) {
-		t.Errorf("unknown thread: %v", err)
-	}
-}
-
 func isCode(code string) func(error) bool {
 	return func(err error) bool {
 		var ie *memory.InvalidError
@@ -218,40 +165,6 @@ func TestArtifacts(t *testing.T) {
 	mirror := filepath.Join(home, "threads", th.ID, "artifacts", a.Ref+".md")
 	if m, err := os.ReadFile(mirror); err != nil || !bytes.Equal(m, content) {
 		t.Errorf("mirror file %s: %v", mirror, err)
-	}
-}
-
-func TestEventsAndSubscribe(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
-	wake, cancel := s.Subscribe(th.ID)
-	defer cancel()
-	ev, err := s.AppendEvent(ctx, th.ID, "cap.invoked", map[string]any{"capability": "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-wake:
-	case <-time.After(5 * time.Second):
-		t.Fatal("subscriber not woken")
-	}
-	evs, err := s.Events(ctx, th.ID, ev.ID-1, 10)
-	if err != nil || len(evs) != 1 || evs[0].Type != "cap.invoked" || string(evs[0].Data) != `{"capability":"x"}` {
-		t.Fatalf("events after: %+v %v", evs, err)
-	}
-	if _, err := s.AppendEvent(ctx, th.ID, "x", json.RawMessage(`{bad`)); !isCode("bad_request")(err) {
-		t.Errorf("bad event data: %v", err)
-	}
-	if err := s.AddMetrics(ctx, th.ID, memory.Metrics{CacheHits: 2, TokensAvoided: 500}); err != nil {
-		t.Fatal(err)
-	}
-	h, _ := s.Header(ctx, th.ID)
-	if !bytes.Contains(h.JSON, []byte(`"m":{"hits":2,"saved":500}`)) {
-		t.Errorf("header metrics not updated: %s", h.JSON)
-	}
-	if _, err := s.Events(ctx, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", 0, 10); !memory.IsNotFound(err) {
-		t.Errorf("events of unknown thread: %v", err)
 	}
 }
 
@@ -387,21 +300,6 @@ func TestBatchedWritesFailAlone(t *testing.T) {
 	again, _ := s.State(ctx, th.ID, 0)
 	if !bytes.Equal(again.Doc, st.Doc) {
 		t.Errorf("committed state differs from the cached one")
-	}
-}
-
-func TestStateSizeCap(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
-	big := strings.Repeat("x", memory.MaxStateBytes)
-	_, err := s.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":"`+big+`"}}]`), 1, "")
-	var tl *memory.TooLargeError
-	if !errors.As(err, &tl) || tl.Limit != memory.MaxStateBytes {
-		t.Fatalf("oversized state: %v", err)
-	}
-	if st, _ := s.State(ctx, th.ID, 0); st.Version != 1 {
-		t.Errorf("refused patch made v%d", st.Version)
 	}
 }
 

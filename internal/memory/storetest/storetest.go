@@ -34,6 +34,10 @@ func Run(t *testing.T, open Open) {
 		{"hop ledger", testHops},
 		{"search", testSearch},
 		{"dump round trip", testDump},
+		{"refused patches change nothing", testPatchRefusals},
+		{"state size cap", testStateSizeCap},
+		{"every version readable across snapshots", testVersionsAcrossSnapshots},
+		{"metrics and event validation", testMetricsAndEventData},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,5 +362,143 @@ func testDump(t *testing.T, st memory.Store) {
 	var ee *memory.ExistsError
 	if err := st.ImportThread(ctx, dump, contents); !errors.As(err, &ee) {
 		t.Fatalf("importing over itself: err = %v, want *memory.ExistsError", err)
+	}
+}
+
+func isCode(code string) func(error) bool {
+	return func(err error) bool {
+		var ie *memory.InvalidError
+		return errors.As(err, &ie) && ie.Code == code
+	}
+}
+
+func testPatchRefusals(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	if _, err := st.PatchState(ctx, th.ID, fact(1), 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := st.State(ctx, th.ID, 0)
+	cases := []struct {
+		name, patch string
+		expected    int
+		check       func(error) bool
+	}{
+		{"stale version", `[]`, 1, func(err error) bool {
+			var ce *memory.ConflictError
+			return errors.As(err, &ce) && ce.Current == 2 && ce.Expected == 1
+		}},
+		{"not an array", `{"op":"add"}`, 0, isCode("invalid_patch")},
+		{"bad pointer", `[{"op":"remove","path":"/facts/7"}]`, 0, isCode("invalid_patch")},
+		{"unknown op", `[{"op":"frob","path":"/facts"}]`, 0, isCode("invalid_patch")},
+		{"failed test", `[{"op":"test","path":"/facts/0/id","value":"nope"}]`, 0, isCode("test_failed")},
+		{"schema broken", `[{"op":"replace","path":"/facts","value":3}]`, 0, isCode("invalid_state")},
+		{"read-only member", `[{"op":"replace","path":"/thread_id","value":"x"}]`, 0, func(err error) bool { return isCode("invalid_patch")(err) || isCode("invalid_state")(err) }},
+		{"second op fails", `[{"op":"add","path":"/facts/-","value":{"id":"f9","key":"k","value":1}},{"op":"remove","path":"/nope"}]`, 0, isCode("invalid_patch")},
+		{"bad thread id", `[]`, 0, isCode("bad_request")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := th.ID
+			if c.name == "bad thread id" {
+				id = "../etc"
+			}
+			_, err := st.PatchState(ctx, id, []byte(c.patch), c.expected, "")
+			if err == nil || !c.check(err) {
+				t.Fatalf("got %T %v", err, err)
+			}
+			after, _ := st.State(ctx, th.ID, 0)
+			if after.Version != before.Version || string(after.Doc) != string(before.Doc) {
+				t.Fatalf("a refused patch changed the state: v%d -> v%d", before.Version, after.Version)
+			}
+		})
+	}
+	var ie *memory.InvalidError
+	_, err := st.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"a","key":"k","value":1}},{"op":"remove","path":"/nope"}]`), 0, "")
+	if !errors.As(err, &ie) || ie.Op != 1 || ie.Path != "/nope" {
+		t.Errorf("error does not name op 1 and its path: %#v", err)
+	}
+	if _, err := st.PatchState(ctx, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", []byte(`[]`), 0, ""); !memory.IsNotFound(err) {
+		t.Errorf("unknown thread: %v", err)
+	}
+}
+
+func testStateSizeCap(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	big := strings.Repeat("x", memory.MaxStateBytes)
+	_, err := st.PatchState(ctx, th.ID, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":"`+big+`"}}]`), 1, "")
+	var tl *memory.TooLargeError
+	if !errors.As(err, &tl) || tl.Limit != memory.MaxStateBytes {
+		t.Fatalf("oversized state: %v", err)
+	}
+	if s, _ := st.State(ctx, th.ID, 0); s.Version != 1 {
+		t.Errorf("refused patch made v%d", s.Version)
+	}
+}
+
+// testVersionsAcrossSnapshots writes enough versions to cross several snapshots, so old
+// versions are rebuilt from a snapshot plus patches, and reads every one back.
+func testVersionsAcrossSnapshots(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	const n = 150
+	docs := map[int]string{}
+	s, _ := st.State(ctx, th.ID, 0)
+	docs[1] = string(s.Doc)
+	for i := 2; i <= n; i++ {
+		res, err := st.PatchState(ctx, th.ID, fact(i), i-1, "test")
+		if err != nil || res.Version != i || res.StateRef != memory.StateRef(i) {
+			t.Fatalf("patch %d: %+v %v", i, res, err)
+		}
+		s, err := st.State(ctx, th.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[i] = string(s.Doc)
+	}
+	for v := n; v >= 1; v-- {
+		s, err := st.State(ctx, th.ID, v)
+		if err != nil || string(s.Doc) != docs[v] || s.Version != v {
+			t.Fatalf("version %d reads differently now (%v)", v, err)
+		}
+	}
+	if _, err := st.State(ctx, th.ID, n+1); !memory.IsNotFound(err) {
+		t.Fatalf("a version after the latest: %v", err)
+	}
+	vs, err := st.Versions(ctx, th.ID, n-10, 100)
+	if err != nil || len(vs) != 10 || vs[0].Version != n-9 || string(vs[0].Patch) != string(fact(n-9)) || vs[0].Author != "test" {
+		t.Fatalf("versions after %d: %d %v", n-10, len(vs), err)
+	}
+}
+
+func testMetricsAndEventData(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	th := newThread(t, st, "")
+	if _, err := st.AppendEvent(ctx, th.ID, "x", json.RawMessage(`{bad`)); !isCode("bad_request")(err) {
+		t.Errorf("bad event data: %v", err)
+	}
+	ev, err := st.AppendEvent(ctx, th.ID, "cap.invoked", map[string]any{"capability": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := st.Events(ctx, th.ID, ev.ID-1, 10); err != nil || len(evs) != 1 || string(evs[0].Data) != `{"capability":"x"}` {
+		t.Fatalf("event data: %+v %v", evs, err)
+	}
+	if err := st.AddMetrics(ctx, th.ID, memory.Metrics{CacheHits: 2, TokensAvoided: 500}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := st.Header(ctx, th.ID)
+	if err != nil || !strings.Contains(string(h.JSON), `"m":{"hits":2,"saved":500}`) {
+		t.Errorf("header metrics not updated: %s %v", h.JSON, err)
+	}
+	if got, _ := st.GetThread(ctx, th.ID); got.Metrics != (memory.Metrics{CacheHits: 2, TokensAvoided: 500}) {
+		t.Errorf("thread metrics %+v", got.Metrics)
+	}
+	if _, err := st.Events(ctx, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", 0, 10); !memory.IsNotFound(err) {
+		t.Errorf("events of unknown thread: %v", err)
+	}
+	if err := st.AddMetrics(ctx, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", memory.Metrics{CacheHits: 1}); !memory.IsNotFound(err) {
+		t.Errorf("metrics of unknown thread: %v", err)
 	}
 }
