@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/relaydev/relay/plugin"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // NotFoundError is returned for an unknown capability name (HTTP 404).
@@ -77,7 +76,7 @@ type ArtifactsFunc func(threadID, capability string) plugin.ArtifactStore
 
 type entry struct {
 	cap      plugin.Capability
-	schema   *jsonschema.Schema
+	schema   *argsSchema
 	h        plugin.Handler
 	defaults map[string]any // top-level property defaults, filled in before the cache key
 }
