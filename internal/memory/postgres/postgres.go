@@ -66,11 +66,23 @@ type Store struct {
 	closeOnce  sync.Once
 }
 
-// cached is a thread's decoded state at one version; replaced, never mutated.
+// cached is a thread's decoded state at one version; replaced, never mutated. size bounds
+// its encoded JSON from above (exact once encoded), or is -1 when unknown.
 type cached struct {
 	version int
 	st      *statedoc.State
 	size    int
+}
+
+// sizeBound bounds the encoded size of a state of at most old bytes after patch, without
+// encoding it: an operation writes at most 6 bytes per byte of its text (worst-case
+// escaping) plus separators, and the version stamp a few more. A copy can duplicate
+// anything, so it has no bound (-1).
+func sizeBound(old int, patch []byte) int {
+	if old < 0 || bytes.Contains(patch, []byte("copy")) {
+		return -1
+	}
+	return old + 14*len(patch) + 64
 }
 
 // Open connects to the database at url, applies pending migrations (under an advisory lock,
@@ -427,7 +439,7 @@ func (s *Store) stateAt(ctx context.Context, q querier, id string, v int) (*cach
 				rows.Close()
 				return nil, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
 			}
-			size += len(patch)
+			size = sizeBound(size, patch)
 			next++
 		}
 		rows.Close()
@@ -571,23 +583,23 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 		if err != nil {
 			return patchError(err)
 		}
-		doc, err := st.JSON()
-		if err != nil {
-			return patchError(err)
+		// Encode only for a snapshot, or when the bound cannot prove the size cap holds:
+		// encoding a large state on every patch would cost more than the patch itself.
+		since := v - snapV
+		size := sizeBound(cur.size, compact)
+		snap := since >= snapshotEvery || size < 0 || since*size >= snapshotBytes
+		var doc []byte
+		if snap || size > memory.MaxStateBytes {
+			if doc, err = st.JSON(); err != nil {
+				return patchError(err)
+			}
+			size = len(doc)
+			snap = since >= snapshotEvery || since*size >= snapshotBytes
 		}
-		if len(doc) > memory.MaxStateBytes {
+		if size > memory.MaxStateBytes {
 			return &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
 		}
-		since := v - snapV
-		snap := since >= snapshotEvery || since*len(doc) >= snapshotBytes
 		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": len(ops), "author": author})
-		ev, err := insertEvent(ctx, tx, id, memory.EventStatePatched, at, data)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO state_versions (thread_id, version, patch, author, created_at, event_id) VALUES ($1, $2, $3, $4, $5, $6)`, id, v, compact, author, at.Time, ev.ID); err != nil {
-			return err
-		}
 		newSnap := snapV
 		if snap {
 			if _, err := tx.Exec(ctx, `INSERT INTO state_snapshots (thread_id, version, doc) VALUES ($1, $2, $3)`, id, v, doc); err != nil {
@@ -595,17 +607,32 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 			}
 			newSnap = v
 		}
-		if _, err := tx.Exec(ctx, `UPDATE threads SET version = $1, snap_version = $2 WHERE id = $3`, v, newSnap, id); err != nil {
+		// The event, the version row, the thread row and the notification in one round
+		// trip; the event id is drawn here, under the thread lock taken above.
+		var evID int64
+		err = tx.QueryRow(ctx, `WITH ev AS (
+				INSERT INTO events (thread_id, type, at, data) VALUES ($1, $2, $3, $4) RETURNING id
+			), sv AS (
+				INSERT INTO state_versions (thread_id, version, patch, author, created_at, event_id)
+				SELECT $1, $5, $6, $7, $3, id FROM ev
+			), th AS (
+				UPDATE threads SET version = $5, snap_version = $8, event_count = event_count + 1,
+					last_event_id = (SELECT id FROM ev), updated_at = $3 WHERE id = $1
+			)
+			SELECT id, pg_notify($9, $1) FROM ev`,
+			id, memory.EventStatePatched, at.Time, data, v, compact, author, newSnap, notifyChannel).Scan(&evID, nil)
+		if err != nil {
 			return err
 		}
-		next = &cached{version: v, st: st, size: len(doc)}
-		res = memory.PatchResult{ThreadID: id, Version: v, StateRef: memory.StateRef(v), EventID: ev.ID}
+		next = &cached{version: v, st: st, size: size}
+		res = memory.PatchResult{ThreadID: id, Version: v, StateRef: memory.StateRef(v), EventID: evID}
 		return nil
 	})
 	if err != nil {
 		return memory.PatchResult{}, err
 	}
 	s.setCache(id, next)
+	s.broker.notify(id) // local followers need not wait for the notification's round trip
 	return res, nil
 }
 
@@ -685,6 +712,9 @@ func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memo
 		ev, err = insertEvent(ctx, tx, id, typ, s.stamp(), b)
 		return err
 	})
+	if err == nil {
+		s.broker.notify(id)
+	}
 	return ev, err
 }
 
