@@ -108,6 +108,16 @@ func Words(s string) []string {
 // Fold removes diacritics (é → e), as the SQLite index's remove_diacritics does; backends
 // that fold in Go apply it to the indexed text and the query alike.
 func Fold(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s // nothing to fold, and most text is ASCII
+	}
 	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 	out, _, err := transform.String(t, s)
 	if err != nil {
@@ -155,7 +165,8 @@ func TSQuery(terms []Term) string {
 // its words, not one token).
 func IndexText(s string, limit int) string {
 	var b strings.Builder
-	for _, w := range folded(s) {
+	// Fold once for the whole text: a transformer per word costs more than the index.
+	for _, w := range Words(Fold(s)) {
 		if b.Len()+len(w)+1 > limit {
 			break
 		}

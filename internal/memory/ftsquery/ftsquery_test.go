@@ -86,3 +86,11 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkIndexText100KB(b *testing.B) {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog near the cafe; see https://example.com/a_b. ", 1200)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		IndexText(text, 512<<10)
+	}
+}
