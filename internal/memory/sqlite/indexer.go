@@ -22,10 +22,6 @@ const (
 	// searchWait bounds how long a search waits for the indexer to reach its thread; past
 	// it the search answers from the index as it is.
 	searchWait = 5 * time.Second
-	// mergeStepPages is the work of one merge step (~1-3 ms); maxMergeSteps bounds one
-	// idle period's merging.
-	mergeStepPages = -64
-	maxMergeSteps  = 200
 )
 
 type indexer struct {
@@ -96,11 +92,9 @@ func (s *SQLite) runIndexer() {
 		case <-x.quit:
 			return
 		}
-		indexed := 0
 		for {
 			n, err := s.indexBatch(context.Background(), x.preferred())
 			x.signal(err)
-			indexed += n
 			if err != nil || n == 0 {
 				break // a failed batch is retried at the next put or search
 			}
@@ -109,45 +103,6 @@ func (s *SQLite) runIndexer() {
 				return
 			default:
 			}
-		}
-		if indexed > 0 {
-			s.mergeIndex(x)
-		}
-	}
-}
-
-// mergeIndex merges index segments while nothing waits to be indexed. Every indexer
-// transaction adds a small segment, and a query seeks every segment for every term, 12
-// times per search (ranking, the ranking cap, a snippet per hit): merged, a search at 10k
-// artifacts costs a third of the CPU. Each step is a bounded amount of work in its own
-// transaction; a new put stops the merging until the indexer is idle again.
-func (s *SQLite) mergeIndex(x *indexer) {
-	for range maxMergeSteps {
-		select {
-		case <-x.kick:
-			x.wake() // new artifacts first; merging resumes after them
-			return
-		case <-x.quit:
-			return
-		default:
-		}
-		worked := false
-		err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
-			var before, after int64
-			if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
-				return nil, err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(artifact_fts, rank) VALUES ('merge', ?)`, mergeStepPages); err != nil {
-				return nil, err
-			}
-			if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
-				return nil, err
-			}
-			worked = after-before >= 2 // FTS5's own signal that the step merged something
-			return nil, nil
-		})
-		if err != nil || !worked {
-			return
 		}
 	}
 }
