@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/apply/prompt"
+	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
@@ -92,6 +93,9 @@ func initRun(opts *InitOptions) error {
 		cfg.Patch.Linter = detectLinter(dir)
 	}
 	stateDir := filepath.Join(dir, config.StateDir)
+	if err := txn.CheckStateDir(dir); err != nil {
+		return err
+	}
 	_, statErr := os.Stat(stateDir)
 	if err := os.MkdirAll(filepath.Join(stateDir, "undone"), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", config.StateDir, err)
@@ -244,6 +248,10 @@ func detectLinter(dir string) string {
 // it; it creates the file when missing and never duplicates the line.
 func ensureGitignore(dir, entry string) (bool, error) {
 	p := filepath.Join(dir, ".gitignore")
+	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		// A clone can make .gitignore a link to a file elsewhere: never read or replace through it.
+		return false, fmt.Errorf(".gitignore is not a regular file; add the line %s to the file it stands for yourself", entry)
+	}
 	data, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("read .gitignore: %w", err)

@@ -558,3 +558,44 @@ func alive(pid int) bool {
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
+
+// TestRepoInitLinks: relay init in a fresh clone writes .relaycode/ and
+// .gitignore; a clone that made them links cannot send those writes out of
+// the project or into .git.
+func TestRepoInitLinks(t *testing.T) {
+	attacks := []struct {
+		name, link, target string
+	}{
+		{"relaycode links to home", ".relaycode", ".."},
+		{"relaycode links to git", ".relaycode", ".git"},
+		{"gitignore links to home bashrc", ".gitignore", "../.bashrc"},
+		{"gitignore links to git config", ".gitignore", ".git/config"},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			s.WriteFile("README.md", "readme\n", 0o644)
+			symlink(t, a.target, filepath.Join(s.Project, a.link))
+			s.Git("add", "-A")
+			s.Git("commit", "-qm", "clone")
+			world := Snapshot(t, filepath.Dir(s.Home), s.Relay, filepath.Join(s.Project, ".git", "index"))
+			r := s.Run("", "init")
+			if r.Code == 0 || !strings.Contains(r.Stderr, "not a regular file") && !strings.Contains(r.Stderr, "is not a directory") {
+				t.Errorf("want init refused with the reason:\n%s", r)
+			}
+			after := Snapshot(t, filepath.Dir(s.Home), s.Relay, filepath.Join(s.Project, ".git", "index"))
+			for k, v := range world {
+				if after[k] != v {
+					t.Errorf("%s changed:\n  before %s\n  after  %s", k, v, after[k])
+				}
+			}
+			for k, v := range after {
+				inProject := strings.HasPrefix(k, filepath.Join("home", "project")+"/") && !strings.HasPrefix(k, filepath.Join("home", "project", ".git"))
+				if _, ok := world[k]; !ok && !inProject {
+					t.Errorf("%s appeared: %s", k, v)
+				}
+			}
+		})
+	}
+}

@@ -315,6 +315,15 @@ func openStateRoot(projectDir string) (*os.Root, error) {
 	return os.OpenRoot(stateDir(projectDir))
 }
 
+// CheckStateDir refuses a .relaycode that exists and is not a plain
+// directory (a clone can make it a link to .git or to the home directory).
+func CheckStateDir(projectDir string) error {
+	if _, err := os.Lstat(stateDir(projectDir)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return checkStateDir(projectDir)
+}
+
 // checkStateDir refuses a .relaycode that is not a plain directory.
 func checkStateDir(projectDir string) error {
 	fi, err := os.Lstat(stateDir(projectDir))
