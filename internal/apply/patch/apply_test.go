@@ -28,7 +28,7 @@ func TestApplyKeepsFileFormat(t *testing.T) {
 		{"append after a last line without newline", "a\nb", "@@ -1,2 +1,3 @@\n a\n b\n+c\n", "a\nb\nc", Unified},
 		{"mixed endings: a diff leaves untouched lines alone", "a\r\nb\nc\r\nd\r\n", "@@ -3 +3 @@\n-c\n+C\n", "a\r\nb\nC\nd\r\n", Unified},
 		{"mixed endings: a new diff line takes its neighbour's", "a\r\nb\nc\nd\r\ne\r\n", "@@ -2,2 +2,3 @@\n b\n+B\n c\n", "a\r\nb\nB\nc\nd\r\ne\r\n", Unified},
-		{"mixed endings: SEARCH/REPLACE writes the dominant one", "a\r\nb\nc\r\nd\r\n", sr([2]string{"c\n", "C\n"}), "a\r\nb\r\nC\r\nd\r\n", MultiSearchReplace},
+		{"mixed endings: SEARCH/REPLACE writes CRLF", "a\r\nb\nc\r\nd\r\n", sr([2]string{"c\n", "C\n"}), "a\r\nb\r\nC\r\nd\r\n", MultiSearchReplace},
 		{"replace keeps CRLF and final newline state", "x\r\ny", "1\n2\n", "1\r\n2", Replace},
 		{"tabs file, spaces patch (indentation-level match)", "func f() {\n\tif x {\n\t\ty()\n\t}\n}\n", sr([2]string{"    if x {\n        y()\n    }\n", "    if x {\n        y()\n        z()\n    }\n"}), "func f() {\n\tif x {\n\t\ty()\n\t\tz()\n\t}\n}\n", MultiSearchReplace},
 		{"spaces file, tabs patch", "def f():\n    if x:\n        y()\n", sr([2]string{"\tif x:\n\t\ty()\n", "\tif x:\n\t\ty()\n\t\tz()\n"}), "def f():\n    if x:\n        y()\n        z()\n", MultiSearchReplace},

@@ -310,9 +310,11 @@ func applySR(d doc, body string, opts Options) (Result, error) {
 		edits[i] = e
 	}
 	// SEARCH/REPLACE is a text edit, as in Roo Code and diff-apply: a file
-	// with mixed line endings comes back in its dominant one.
+	// with mixed line endings is a CRLF file that picked up LF lines from
+	// earlier patches, and comes back in CRLF.
 	if d.mixed() {
 		d.eols = append([]string(nil), d.eols...)
+		d.eol = "\r\n"
 		d.normalizeEOL()
 	}
 	en := &engine{s: MultiSearchReplace, d: d, opts: opts, seqOK: true}

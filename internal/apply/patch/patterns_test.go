@@ -130,13 +130,16 @@ func TestPatternCloseUniqueHunkIsApplied(t *testing.T) {
 }
 
 // CRLF: in a file with mixed endings a diff's new lines take the ending of the
-// line above them; SEARCH/REPLACE writes the file in its dominant ending.
+// line above them; SEARCH/REPLACE writes the file in CRLF, even when LF lines
+// (picked up from earlier patches) outnumber the CRLF ones.
 func TestPatternCRLFMixedFile(t *testing.T) {
 	orig := "a\r\nb\r\nc\nd\n\r\ne\r\n"
 	res := applyOK(t, orig, Unified, "@@ -3,2 +3,3 @@\n c\n+x\n d\n")
 	wantContent(t, res.Content, "a\r\nb\r\nc\nx\nd\n\r\ne\r\n")
 	res = applyOK(t, orig, MultiSearchReplace, sr([2]string{"c\n", "C\n"}))
 	wantContent(t, res.Content, "a\r\nb\r\nC\r\nd\r\n\r\ne\r\n")
+	res = applyOK(t, "a\nb\nc\r\nd\n", MultiSearchReplace, sr([2]string{"a\n", "A\n"}))
+	wantContent(t, res.Content, "A\r\nb\r\nc\r\nd\r\n")
 }
 
 // A whole file sent under a patch strategy (its own text holding markers) is
