@@ -80,4 +80,5 @@ var migrations = []migration{
 	{"0111_search_fts_rowid_threads", searchMigration0111},
 	{"0120_a2a", hopSchema},
 	{"0200_search_background_external", searchMigration0200},
+	{"0201_search_prefix_index", searchMigration0201},
 }
