@@ -12,7 +12,7 @@ import (
 )
 
 // TestPatchHistoryCorpus runs `relay patch --strategy S FILE PATCH` in-process on
-// every real LLM patch of the history corpora (../shared/corpus/patch/history-*)
+// every real LLM patch of the history corpus (../shared/corpus/patch/history-dev)
 // whose committed file the shipped engine reproduced: the command (which also
 // reads whole responses and fenced patches) must reproduce it too.
 func TestPatchHistoryCorpus(t *testing.T) {
@@ -20,9 +20,9 @@ func TestPatchHistoryCorpus(t *testing.T) {
 	if corpus == "" {
 		t.Skip("corpus not found: ../shared/corpus beside the repository")
 	}
-	metas, _ := filepath.Glob(filepath.Join(corpus, "patch", "history-*", "*", "*", "meta.json"))
+	metas, _ := filepath.Glob(filepath.Join(corpus, "patch", "history-dev", "*", "*", "meta.json"))
 	if len(metas) == 0 {
-		t.Skip("no history-* corpus")
+		t.Skip("no history-dev corpus")
 	}
 	name := regexp.MustCompile(`^patch\.(\d+)\.(.+)$`)
 	for _, mp := range metas {

@@ -124,9 +124,10 @@ func firstDifference(got, want string) string {
 var outcomes = []string{"exact", "different", "refused"}
 
 // TestHistoryAccuracy runs relay on real LLM patches mined from relaycode
-// transaction logs (every history-* corpus beside the checkout) and holds it to
-// the engines relaycode shipped: exact wherever they were exact, never a
-// different file where they reproduced the committed one, and exact more often.
+// transaction logs (every history-* corpus beside the checkout) and holds it,
+// on history-dev, to the engines relaycode shipped: exact wherever they were
+// exact (so never a different file where they reproduced the committed one),
+// and exact more often.
 func TestHistoryAccuracy(t *testing.T) {
 	root := corpusRoot(t)
 	dirs, _ := filepath.Glob(filepath.Join(root, "history-*"))
@@ -134,6 +135,9 @@ func TestHistoryAccuracy(t *testing.T) {
 		t.Skip("no history-* corpus in " + root)
 	}
 	for _, dir := range dirs {
+		// history-dev is the corpus relay is held to; any other history-* corpus
+		// beside it (a held-back half) is measured and logged, not asserted.
+		strict := filepath.Base(dir) == "history-dev"
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			cases := loadHistory(t, dir)
 			table := map[[2]string]int{}
@@ -150,9 +154,9 @@ func TestHistoryAccuracy(t *testing.T) {
 				if detail != "" && got == "exact" {
 					byRefusal++
 				}
-				if c.shipped == "exact" && got != "exact" {
+				if c.shipped == "exact" && got != "exact" && strict {
 					t.Errorf("%s: relay %s where the shipped engine was exact: %s", c.id, got, detail)
-				} else if testing.Verbose() && got != "exact" {
+				} else if (testing.Verbose() || !strict) && got != "exact" {
 					t.Logf("%s: relay %s (shipped %s): %s", c.id, got, c.shipped, detail)
 				}
 			}
@@ -169,7 +173,7 @@ func TestHistoryAccuracy(t *testing.T) {
 			}
 			t.Log(b.String())
 			t.Logf("exact: relay %d (%d of them by refusing an answer the user undid), shipped engine %d, of %d", relayExact, byRefusal, shippedExact, len(cases))
-			if relayExact <= shippedExact {
+			if strict && relayExact <= shippedExact {
 				t.Errorf("relay is exact on %d cases, the shipped engine on %d; relay must do better", relayExact, shippedExact)
 			}
 		})
