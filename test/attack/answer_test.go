@@ -277,6 +277,9 @@ func TestAnswerInputBounds(t *testing.T) {
 		}
 		// relay has read what was sent once the pipe is empty: it is in its read loop.
 		w := in.(*os.File)
+		if _, err := pipeQueued(w); err != nil {
+			t.Skip("cannot see how much of a pipe is unread here:", err)
+		}
 		waitFor(t, "relay to drain stdin", func() bool { n, err := pipeQueued(w); return err == nil && n == 0 })
 		interrupt(t, cmd, &errOut)
 	})
@@ -341,21 +344,4 @@ func blockedIn(pid int, fns ...string) bool {
 		}
 	}
 	return false
-}
-
-// pipeQueued is how many bytes wait unread in the pipe w writes to.
-func pipeQueued(w *os.File) (int, error) {
-	rc, err := w.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var n int
-	var ierr error
-	err = rc.Control(func(fd uintptr) {
-		n, ierr = ioctlInt(fd, syscall.TIOCINQ)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, ierr
 }

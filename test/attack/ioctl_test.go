@@ -1,6 +1,9 @@
+//go:build linux
+
 package attack
 
 import (
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -13,4 +16,21 @@ func ioctlInt(fd uintptr, req uint) (int, error) {
 		return 0, errno
 	}
 	return int(n), nil
+}
+
+// pipeQueued is how many bytes wait unread in the pipe w writes to.
+func pipeQueued(w *os.File) (int, error) {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var ierr error
+	err = rc.Control(func(fd uintptr) {
+		n, ierr = ioctlInt(fd, syscall.TIOCINQ)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, ierr
 }
