@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,6 +160,11 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 				"Invalid sandbox mode: %s. Allowed values: %s", sandbox, strings.Join(allowed, ", "))
 		}
 	}
+	// the model becomes an argument of the friend CLI: it must never look like a flag
+	if req.Model != "" && !validModel(req.Model) {
+		return nil, errorf("pass a model name such as --model gpt-5-codex (letters, digits and . _ : / @ + -, starting with a letter or digit)",
+			"Invalid model name %q", req.Model)
+	}
 	// 6-7: context
 	ctxText, err := resolveContext(req.WorkDir, req.ContextFile, req.ContextText)
 	if err != nil {
@@ -178,7 +185,11 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	if !ok {
 		depthStr = "0"
 	}
-	depth := ParseDepth(depthStr)
+	depth, ok := ParseDepth(depthStr)
+	if !ok {
+		return nil, errorf("unset "+DepthEnv+" or set it to a plain number such as 0",
+			"Relay depth limit reached; refusing nested relay invocation (%s=%q is not a plain non-negative integer, so it counts as over the limit)", DepthEnv, depthStr)
+	}
 	if depth >= req.MaxDepth {
 		return nil, errorf("agents are calling each other recursively; answer this one yourself, or raise --max-depth if the nesting is intended",
 			"Relay depth limit reached; refusing nested relay invocation")
@@ -343,9 +354,18 @@ func resolveContext(workDir, file, text string) (string, error) {
 		if !fi.Mode().IsRegular() {
 			return "", errorf("pass a regular file to --context-file", "Context path is not a file: %s", file)
 		}
-		b, err := os.ReadFile(path)
+		// Refuse by size before reading: a 3 GB file must not be loaded to learn it is
+		// too large. The content limit applies after trimming, so allow some slack for
+		// surrounding whitespace, and read through a LimitReader in case the file grows.
+		if fi.Size() > maxContextFileBytes {
+			return "", tooLarge("Context file", int(min(fi.Size(), math.MaxInt)), MaxContextBytes)
+		}
+		b, err := readAtMost(path, maxContextFileBytes)
 		if err != nil {
 			return "", errorf("check the permissions of the file given to --context-file", "Failed reading context file: %v", err)
+		}
+		if len(b) > maxContextFileBytes {
+			return "", tooLarge("Context file", len(b), MaxContextBytes)
 		}
 		if !utf8.Valid(b) {
 			return "", errorf("pass a UTF-8 text file to --context-file", "Failed reading context file: %s is not valid UTF-8 text", file)
@@ -360,6 +380,21 @@ func resolveContext(workDir, file, text string) (string, error) {
 		return "", tooLarge("Context text", n, MaxContextBytes)
 	}
 	return text, nil
+}
+
+// maxContextFileBytes is the most --context-file reads: the 200,000-byte content
+// limit plus room for whitespace that trimming removes.
+const maxContextFileBytes = 4 * MaxContextBytes
+
+// readAtMost reads up to limit+1 bytes of path, so a caller sees "over the limit"
+// without reading the rest.
+func readAtMost(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(limit)+1))
 }
 
 func dedupe(names []string) []string {

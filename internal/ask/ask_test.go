@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -279,31 +281,103 @@ func TestPromptLimit(t *testing.T) {
 }
 
 func TestParseDepth(t *testing.T) {
-	for in, want := range map[string]int{
-		"": 0, "0": 0, "1": 1, " 1 ": 1, "\t2\n": 2, "+1": 1, "-3": -3, "1abc": 0, "abc": 0, "1.0": 0,
-		"1_0": 10, "_1": 0, "1_": 0, "1__0": 0, "-": 0, "99999999999999999999999": int(^uint(0) >> 1),
+	type res struct {
+		n  int
+		ok bool
+	}
+	for in, want := range map[string]res{
+		"": {0, true}, "0": {0, true}, "1": {1, true}, "7": {7, true}, "0042": {42, true}, "9999": {9999, true},
+		// every lenient form an attacker could use to reset the guard counts as over the limit
+		"-5": {}, "-1": {}, "-0": {}, "+3": {}, "+0": {}, " 1 ": {}, "\t2\n": {}, " ": {}, "1abc": {}, "abc": {},
+		"1.0": {}, "1e3": {}, "0x1": {}, "1_0": {}, "_1": {}, "-": {}, "10000": {},
+		"-99999999999999999999999": {}, "99999999999999999999999": {}, "-9223372036854775808": {},
+		"\uff11": {}, "\u0661": {}, "\u00b9": {}, "1\x00": {}, "\u200b1": {},
 	} {
-		if got := ParseDepth(in); got != want {
-			t.Errorf("ParseDepth(%q) = %d, want %d", in, got, want)
+		n, ok := ParseDepth(in)
+		if (res{n, ok}) != want {
+			t.Errorf("ParseDepth(%q) = %d, %v; want %d, %v", in, n, ok, want.n, want.ok)
 		}
 	}
 }
 
 func FuzzParseDepth(f *testing.F) {
-	for _, s := range []string{"0", " 1 ", "-3", "1abc", "1_0", "+", ""} {
+	for _, s := range []string{"0", " 1 ", "-3", "1abc", "1_0", "+", "", "\uff11", "99999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n := ParseDepth(s)
-		if strings.TrimSpace(s) == "" && n != 0 {
-			t.Fatalf("blank %q gave %d", s, n)
+		n, ok := ParseDepth(s)
+		if !ok {
+			return
 		}
-		for _, r := range s {
-			if r >= 'a' && r <= 'z' && n != 0 {
-				t.Fatalf("%q has letters but gave %d", s, n)
-			}
+		// whatever is accepted is a small non-negative number written in plain ASCII digits
+		if n < 0 || n > 9999 {
+			t.Fatalf("%q accepted as %d", s, n)
+		}
+		if s != "" && strconv.Itoa(n) != strings.TrimLeft(s, "0") && !(n == 0 && strings.Trim(s, "0") == "") {
+			t.Fatalf("%q accepted as %d", s, n)
 		}
 	})
+}
+
+func TestDepthGuardRefusesOddValues(t *testing.T) {
+	h := newHarness(t)
+	for _, v := range []string{"-5", "-99999999999999999999", "99999999999999999999", "\uff10", " 0", "0 ", "+0", "0x0", "1e0"} {
+		r := okReq(t)
+		r.Env = append(r.Env, "PHONE_A_FRIEND_DEPTH="+v)
+		_, err := h.asker.Prepare(context.Background(), r)
+		if err == nil || !strings.Contains(err.Error(), "Relay depth limit reached") || !strings.Contains(err.Error(), "not a plain non-negative integer") {
+			t.Errorf("PHONE_A_FRIEND_DEPTH=%q: err = %v, want the depth guard to refuse", v, err)
+		}
+	}
+}
+
+func TestHugeContextFileRefusedBeforeReading(t *testing.T) {
+	h := newHarness(t)
+	r := okReq(t)
+	// a sparse 3 GB file: no disk used, but reading it would allocate 3 GB
+	path := filepath.Join(r.WorkDir, "huge.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(3_000_000_000); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r.ContextFile = path
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = h.asker.Prepare(context.Background(), r)
+	runtime.ReadMemStats(&after)
+	wantErr(t, err, "Context file is too large (3000000000 bytes; max 200000 bytes)")
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Fatalf("refusing a 3 GB context file allocated %d bytes; it must be refused from its size", got)
+	}
+	// content just over the limit with little whitespace is still measured after trimming
+	if err := os.WriteFile(path, []byte(" "+strings.Repeat("x", MaxContextBytes+1)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.asker.Prepare(context.Background(), r)
+	wantErr(t, err, "Context file is too large (200001 bytes; max 200000 bytes)")
+}
+
+func TestModelMustNotBeAFlag(t *testing.T) {
+	h := newHarness(t)
+	for _, m := range []string{"-x", "--dangerously-bypass-approvals-and-sandbox", "-c=sandbox=danger-full-access", "a b", "a\nb", "gpt;rm", "$(id)", "\u2212x", strings.Repeat("a", 129)} {
+		r := okReq(t)
+		r.Model = m
+		_, err := h.asker.Prepare(context.Background(), r)
+		if err == nil || !strings.Contains(err.Error(), "Invalid model name") {
+			t.Errorf("--model %q: err = %v, want it refused", m, err)
+		}
+	}
+	for _, m := range []string{"gpt-5-codex", "gemini-2.5-pro", "qwen2.5-coder:7b", "anthropic/claude-sonnet-4@20250514", "o3"} {
+		r := okReq(t)
+		r.Model = m
+		if _, err := h.asker.Prepare(context.Background(), r); err != nil {
+			t.Errorf("--model %q: %v", m, err)
+		}
+	}
 }
 
 func TestDepthAndHostGuards(t *testing.T) {

@@ -2,10 +2,8 @@ package ask
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // Limits of a request, in UTF-8 bytes; phone-a-friend's, so agents that know it fit.
@@ -45,29 +43,45 @@ func tooLarge(label string, n, max int) *Error {
 	}
 }
 
-// ParseDepth reads PHONE_A_FRIEND_DEPTH like Python's int(): surrounding
-// whitespace, a sign and digit underscores are allowed; anything else is 0.
-func ParseDepth(s string) int {
-	s = strings.TrimFunc(s, unicode.IsSpace)
-	sign := ""
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		sign, s = s[:1], s[1:]
+// maxDepthDigits bounds PHONE_A_FRIEND_DEPTH: real nesting is a handful of levels.
+const maxDepthDigits = 4
+
+// ParseDepth reads PHONE_A_FRIEND_DEPTH. Unset or empty is depth 0; otherwise
+// only plain ASCII digits (at most four, no sign, no spaces, no underscores)
+// count. Anything else reports ok=false: the caller treats it as over the
+// limit, because a value like "-5", "+3", " 1" or full-width "１" that
+// parsed leniently would let agents recurse forever.
+func ParseDepth(s string) (depth int, ok bool) {
+	if s == "" {
+		return 0, true
 	}
-	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {
-		return 0
+	if len(s) > maxDepthDigits {
+		return 0, false
 	}
-	digits := strings.ReplaceAll(s, "_", "")
-	for _, r := range digits {
-		if r < '0' || r > '9' {
-			return 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
 		}
 	}
-	n, err := strconv.Atoi(sign + digits)
-	if err != nil { // only a range error is left: Python ints do not overflow
-		if sign == "-" {
-			return math.MinInt
-		}
-		return math.MaxInt
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+// validModel is the charset a --model value may use: model names look like
+// gpt-5-codex, gemini-2.5-pro, qwen2.5-coder:7b, anthropic/claude-sonnet-4@2025.
+// It starts with a letter or digit so it can never be read as a flag.
+func validModel(m string) bool {
+	if m == "" || len(m) > 128 {
+		return false
 	}
-	return n
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && strings.IndexByte("._:/@+-", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
