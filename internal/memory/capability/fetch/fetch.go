@@ -68,16 +68,41 @@ func (e *BlockedError) Error() string {
 	return fmt.Sprintf("refused to connect to %s: %s addresses are blocked (SSRF guard); allow them with RELAY_FETCH_ALLOW=<cidr> if you trust the target", e.Addr, e.Reason)
 }
 
+// Special-purpose ranges (IANA registries) that net/netip has no predicate for.
 var (
 	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 	cgnat       = netip.MustParsePrefix("100.64.0.0/10")
 	benchmark   = netip.MustParsePrefix("198.18.0.0/15")
-	nat64       = netip.MustParsePrefix("64:ff9b::/96")
+	reserved4   = []netip.Prefix{
+		netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+		netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+		netip.MustParsePrefix("198.51.100.0/24"), // documentation
+		netip.MustParsePrefix("203.0.113.0/24"),  // documentation
+		netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and 255.255.255.255 broadcast
+	}
+	// IPv6 forms that carry an IPv4 address a gateway (or the kernel) may reach.
+	v4compat   = netip.MustParsePrefix("::/96")           // deprecated IPv4-compatible ::a.b.c.d
+	v4trans    = netip.MustParsePrefix("::ffff:0:0:0/96") // SIIT IPv4-translated
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")    // well-known NAT64
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")  // local-use NAT64: a site's own gateway
+	teredo     = netip.MustParsePrefix("2001::/32")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	reserved6  = []netip.Prefix{
+		netip.MustParsePrefix("100::/64"),      // discard-only
+		netip.MustParsePrefix("2001:db8::/32"), // documentation
+		netip.MustParsePrefix("2001::/23"),     // IETF protocol assignments (after Teredo)
+		netip.MustParsePrefix("fec0::/10"),     // deprecated site-local
+		netip.MustParsePrefix("3fff::/20"),     // documentation
+		netip.MustParsePrefix("5f00::/16"),     // segment routing SIDs
+	}
 )
 
 // Classify returns why addr is internal, or "" when it is a public address.
+// IPv6 forms that embed an IPv4 address (mapped, compatible, translated, NAT64,
+// 6to4, Teredo) are judged by the IPv4 address inside, so [::127.0.0.1] or
+// [2002:7f00:1::] cannot reach loopback through a relay or the kernel.
 func Classify(addr netip.Addr) string {
-	a := addr.Unmap()
+	a := addr.WithZone("").Unmap()
 	switch {
 	case !a.IsValid():
 		return "invalid"
@@ -95,12 +120,48 @@ func Classify(addr netip.Addr) string {
 		return "carrier-grade NAT"
 	case benchmark.Contains(a):
 		return "benchmark"
+	case a.Is4():
+		for _, p := range reserved4 {
+			if p.Contains(a) {
+				return "reserved"
+			}
+		}
+		return ""
+	}
+	b := a.As16()
+	switch {
+	case v4compat.Contains(a):
+		return embedded(b[12], b[13], b[14], b[15], "IPv4-compatible")
+	case v4trans.Contains(a):
+		return embedded(b[12], b[13], b[14], b[15], "IPv4-translated")
 	case nat64.Contains(a):
-		// A NAT64 address embeds an IPv4 one; judge that.
-		b := a.As16()
-		return Classify(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		return embedded(b[12], b[13], b[14], b[15], "")
+	case nat64Local.Contains(a):
+		return "local-use NAT64"
+	case sixToFour.Contains(a):
+		return embedded(b[2], b[3], b[4], b[5], "")
+	case teredo.Contains(a):
+		// The client's IPv4 address is stored inverted; the server's is plain.
+		if r := embedded(^b[12], ^b[13], ^b[14], ^b[15], ""); r != "" {
+			return r
+		}
+		return embedded(b[4], b[5], b[6], b[7], "")
+	}
+	for _, p := range reserved6 {
+		if p.Contains(a) {
+			return "reserved"
+		}
 	}
 	return ""
+}
+
+// embedded judges the IPv4 address inside an IPv6 one; whenPublic is the reason
+// to give when that IPv4 address is public ("" lets it through).
+func embedded(b0, b1, b2, b3 byte, whenPublic string) string {
+	if r := Classify(netip.AddrFrom4([4]byte{b0, b1, b2, b3})); r != "" {
+		return r + " (embedded in IPv6)"
+	}
+	return whenPublic
 }
 
 func (o Options) check(addr netip.Addr) error {

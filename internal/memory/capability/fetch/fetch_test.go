@@ -40,6 +40,38 @@ func invoke(t *testing.T, opts Options, url string) (*plugin.InvokeResult, *memA
 	return res, arts, err
 }
 
+// embeddedForms are the IPv6 spellings of internal IPv4 addresses (and the
+// special ranges netip has no predicate for) an attacker tries against the guard.
+var embeddedForms = map[string]string{
+	// IPv4-mapped, in every spelling netip accepts
+	"::ffff:127.0.0.1": "loopback", "::ffff:7f00:1": "loopback", "::ffff:10.0.0.1": "private",
+	"::ffff:169.254.169.254": "link-local", "::ffff:0.0.0.0": "unspecified", "::ffff:8.8.8.8": "",
+	// deprecated IPv4-compatible ::a.b.c.d
+	"::127.0.0.1": "loopback (embedded in IPv6)", "::7f00:1": "loopback (embedded in IPv6)",
+	"::10.0.0.1": "private (embedded in IPv6)", "::169.254.169.254": "link-local (embedded in IPv6)",
+	"::192.168.0.1": "private (embedded in IPv6)", "::8.8.8.8": "IPv4-compatible",
+	// SIIT IPv4-translated ::ffff:0:a.b.c.d
+	"::ffff:0:127.0.0.1": "loopback (embedded in IPv6)", "::ffff:0:8.8.8.8": "IPv4-translated",
+	// NAT64 well-known and local-use prefixes
+	"64:ff9b::127.0.0.1": "loopback (embedded in IPv6)", "64:ff9b::a9fe:a9fe": "link-local (embedded in IPv6)",
+	"64:ff9b::10.1.1.1": "private (embedded in IPv6)", "64:ff9b:1::808:808": "local-use NAT64",
+	// 6to4 2002:AABB:CCDD::/48 embeds AA.BB.CC.DD
+	"2002:7f00:1::": "loopback (embedded in IPv6)", "2002:7f00:0001::1": "loopback (embedded in IPv6)",
+	"2002:a00:1::1": "private (embedded in IPv6)", "2002:c0a8:101::": "private (embedded in IPv6)",
+	"2002:a9fe:a9fe::1": "link-local (embedded in IPv6)", "2002:0:0::1": "unspecified (embedded in IPv6)",
+	"2002:808:808::1": "",
+	// Teredo 2001:0:SERVER::~CLIENT (client address inverted)
+	"2001:0:4136:e378:8000:63bf:80ff:fffe": "loopback (embedded in IPv6)", // client 127.0.0.1
+	"2001:0:7f00:1::f7f7:f7f7": "loopback (embedded in IPv6)", // server 127.0.0.1, client 8.8.8.8
+	"2001:0:4136:e378:8000:63bf:f7f7:f7f7": "", // client 8.8.8.8, server 65.54.227.120
+	// zones do not hide anything
+	"fe80::1%eth0": "link-local", "::1%lo": "loopback",
+	// special ranges
+	"192.0.0.8": "reserved", "192.0.2.1": "reserved", "198.51.100.7": "reserved", "203.0.113.9": "reserved",
+	"240.0.0.1": "reserved", "255.255.255.255": "reserved", "100::1": "reserved", "2001:db8::1": "reserved",
+	"fec0::1": "reserved", "2001:10::1": "reserved", "::ffff:255.255.255.255": "reserved",
+}
+
 func TestClassify(t *testing.T) {
 	tests := map[string]string{
 		"127.0.0.1": "loopback", "127.9.9.9": "loopback", "::1": "loopback", "::ffff:127.0.0.1": "loopback",
@@ -47,8 +79,11 @@ func TestClassify(t *testing.T) {
 		"169.254.169.254": "link-local", "fe80::1": "link-local",
 		"0.0.0.0": "unspecified", "0.1.2.3": "unspecified", "::": "unspecified",
 		"100.64.0.1": "carrier-grade NAT", "224.0.0.1": "link-local", "239.1.2.3": "multicast", "ff02::1": "link-local",
-		"64:ff9b::7f00:1": "loopback", "198.18.0.1": "benchmark",
+		"64:ff9b::7f00:1": "loopback (embedded in IPv6)", "198.18.0.1": "benchmark",
 		"8.8.8.8": "", "1.1.1.1": "", "2606:4700:4700::1111": "", "64:ff9b::808:808": "",
+	}
+	for ip, want := range embeddedForms {
+		tests[ip] = want
 	}
 	for ip, want := range tests {
 		if got := Classify(netip.MustParseAddr(ip)); got != want {
@@ -197,4 +232,33 @@ func TestFetchRejectsSchemesAndCredentials(t *testing.T) {
 			t.Errorf("%s: accepted", u)
 		}
 	}
+}
+
+// TestFetchRefusesEmbeddedLoopbackForms dials a local server through every IPv6
+// spelling of 127.0.0.1 (and a listener on [::1] through its mapped forms): the
+// guard must refuse each before any byte reaches the server.
+func TestFetchRefusesEmbeddedLoopbackForms(t *testing.T) {
+	var hits sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Store(r.Host, true)
+		fmt.Fprint(w, "secret")
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, host := range []string{"[::127.0.0.1]", "[::7f00:1]", "[::ffff:7f00:1]", "[::ffff:0:7f00:1]", "[64:ff9b::7f00:1]",
+		"[2002:7f00:1::]", "[2002:7f00:1::7f00:1]", "[2001:0:4136:e378:8000:63bf:80ff:fffe]", "[2001:0:7f00:1::f7f7:f7f7]",
+		"[0:0:0:0:0:ffff:127.0.0.1]", "[::ffff:127.0.0.1%25lo]", "127.1", "0177.0.0.1", "0x7f.0.0.1", "2130706433"} {
+		u := "http://" + host + ":" + port + "/"
+		_, arts, err := invoke(t, Options{}, u)
+		if err == nil {
+			t.Errorf("%s: fetched", u)
+		}
+		if len(arts.puts) != 0 {
+			t.Errorf("%s: stored %d artifacts", u, len(arts.puts))
+		}
+	}
+	hits.Range(func(k, _ any) bool {
+		t.Errorf("the local server was reached with Host %v", k)
+		return true
+	})
 }
