@@ -62,8 +62,8 @@ var embeddedForms = map[string]string{
 	"2002:808:808::1": "",
 	// Teredo 2001:0:SERVER::~CLIENT (client address inverted)
 	"2001:0:4136:e378:8000:63bf:80ff:fffe": "loopback (embedded in IPv6)", // client 127.0.0.1
-	"2001:0:7f00:1::f7f7:f7f7": "loopback (embedded in IPv6)", // server 127.0.0.1, client 8.8.8.8
-	"2001:0:4136:e378:8000:63bf:f7f7:f7f7": "", // client 8.8.8.8, server 65.54.227.120
+	"2001:0:7f00:1::f7f7:f7f7":             "loopback (embedded in IPv6)", // server 127.0.0.1, client 8.8.8.8
+	"2001:0:4136:e378:8000:63bf:f7f7:f7f7": "",                            // client 8.8.8.8, server 65.54.227.120
 	// zones do not hide anything
 	"fe80::1%eth0": "link-local", "::1%lo": "loopback",
 	// special ranges
