@@ -37,7 +37,7 @@ func startDaemon(cfg *config, home string) (*daemon, error) {
 		ready := make(chan relayhome.Info, 1)
 		done := make(chan error, 1)
 		go func() {
-			done <- server.Run(ctx, server.RunOptions{Home: home, Port: 0, Version: "bench", Sync: cfg.sync, Ready: func(i relayhome.Info) { ready <- i }})
+			done <- server.Run(ctx, server.RunOptions{Home: home, Port: 0, NoAuth: true, Version: "bench", Sync: cfg.sync, Ready: func(i relayhome.Info) { ready <- i }})
 		}()
 		select {
 		case info := <-ready:
@@ -47,7 +47,7 @@ func startDaemon(cfg *config, home string) (*daemon, error) {
 			return nil, err
 		}
 	}
-	args := []string{"up", "--foreground"}
+	args := []string{"up", "--foreground", "--no-auth"} // loopback only; the bench measures the store, not auth
 	if cfg.store != "" {
 		args = append(args, "--store", cfg.store)
 	}

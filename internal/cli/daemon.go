@@ -81,6 +81,7 @@ type UpOptions struct {
 	Host       string
 	Foreground bool
 	JSON       bool
+	NoAuth     bool
 	Wait       time.Duration
 	// Store and Artifacts override RELAY_STORE / RELAY_ARTIFACTS and config.json's store.
 	Store     string
@@ -104,7 +105,11 @@ in $RELAY_HOME/config.json) names a shared PostgreSQL database, postgres://user@
 any number of daemons on any machines can serve the same database. --artifacts
 s3://bucket/prefix?endpoint=host:port (or RELAY_ARTIFACTS, or store.artifacts) keeps
 artifact bodies in an S3-compatible bucket, credentials from AWS_ACCESS_KEY_ID and
-AWS_SECRET_ACCESS_KEY. See docs/team.md.`,
+AWS_SECRET_ACCESS_KEY. See docs/team.md.
+
+The daemon never serves without an API token: one is created in
+$RELAY_HOME/config.json (mode 0600) when missing. --no-auth turns the token off,
+and only on a loopback address; relay doctor then reports it as a failure.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("port") {
@@ -114,7 +119,8 @@ AWS_SECRET_ACCESS_KEY. See docs/team.md.`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.Port, "port", relayhome.DefaultPort, "preferred port (the next free one is used when taken; default from config.json)")
-	cmd.Flags().StringVar(&opts.Host, "host", "127.0.0.1", "address to listen on (keep loopback unless you set a token)")
+	cmd.Flags().StringVar(&opts.Host, "host", "127.0.0.1", "address to listen on (every request needs the API token)")
+	cmd.Flags().BoolVar(&opts.NoAuth, "no-auth", false, "serve without the API token (loopback addresses only; any local process can then read and change your memory)")
 	cmd.Flags().BoolVar(&opts.Foreground, "foreground", false, "run in this terminal instead of the background")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the daemon's address as JSON")
 	cmd.Flags().StringVar(&opts.Store, "store", "", "store URL: sqlite:// (default, in $RELAY_HOME) or postgres://user@host/db (shared by several daemons)")
@@ -128,9 +134,15 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	if err != nil {
 		return err
 	}
-	u, err := relayhome.LoadUser(home)
+	if opts.NoAuth && !relayhome.IsLoopbackHost(opts.Host) {
+		return Usagef("--no-auth is refused on --host %s: without a token anyone who can reach that address can read and change your memory; drop --no-auth, or listen on 127.0.0.1", opts.Host)
+	}
+	u, created, err := relayhome.EnsureToken(home)
 	if err != nil {
 		return WithHint(err, "relay init")
+	}
+	if created && !opts.Foreground {
+		fmt.Fprintf(f.IO.ErrOut, "created an API token in %s (mode 0600); relay commands and the SDKs read it from there\n", relayhome.UserFile(home))
 	}
 	dc, err := loadDaemonConfig(f.Getenv, u)
 	if err != nil {
@@ -145,6 +157,13 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	if opts.Artifacts != "" {
 		dc.Artifacts = opts.Artifacts
 	}
+	token := u.Token
+	if opts.NoAuth {
+		token = ""
+		if !opts.Foreground {
+			warnNoAuth(f.IO.ErrOut)
+		}
+	}
 	port := opts.Port
 	if port == 0 {
 		port = u.Port
@@ -153,10 +172,8 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 		return Usagef("--port %d is not a TCP port (1-65535)", port)
 	}
 	if opts.Foreground {
-		return upForeground(ctx, opts, home, port, u.Token, dc)
+		return upForeground(ctx, opts, home, port, token, dc)
 	}
-	// the background daemon's own warning lands in its log; the user must see it here
-	warnExposed(f.IO.ErrOut, opts.Host, u.Token)
 	if pid, _ := relayhome.LockHolder(home); pid != 0 {
 		if info, err := relayhome.ReadInfo(home); err == nil {
 			fmt.Fprintf(f.IO.ErrOut, "relay daemon already running (pid %d)\n", pid)
@@ -178,6 +195,9 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	defer logf.Close()
 	start, _ := logf.Seek(0, io.SeekEnd)
 	args := []string{"up", "--foreground", "--port", strconv.Itoa(port), "--host", opts.Host}
+	if opts.NoAuth {
+		args = append(args, "--no-auth")
+	}
 	child := exec.Command(exe, args...)
 	// The store URL may carry a password: it goes to the child in its environment, never on
 	// a command line that ps shows.
@@ -249,9 +269,11 @@ func logTail(path string, offset int64) string {
 }
 
 func upForeground(ctx context.Context, opts *UpOptions, home string, port int, token string, dc daemonConfig) error {
-	warnExposed(opts.F.IO.ErrOut, opts.Host, token)
+	if opts.NoAuth {
+		warnNoAuth(opts.F.IO.ErrOut)
+	}
 	server.LimitMemory()
-	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, Version: opts.F.Version,
+	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, NoAuth: opts.NoAuth, Version: opts.F.Version,
 		LogLevel: dc.LogLevel, Sync: dc.Sync, Mirror: dc.Mirror, Capabilities: dc.Capabilities, Store: dc.Store, Artifacts: dc.Artifacts, Ready: func(info relayhome.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
 		}})
@@ -408,9 +430,7 @@ func threadClient(ctx context.Context, f *Factory, arg string) (*client.Client, 
 	return c, id, nil
 }
 
-// warnExposed warns when the daemon listens beyond loopback with no API token.
-func warnExposed(w io.Writer, host, token string) {
-	if host != "127.0.0.1" && host != "localhost" && host != "::1" && token == "" {
-		fmt.Fprintf(w, "Warning: listening on %s without an API token; anyone on the network can read and change your memory (run relay init to create a token)\n", host)
-	}
+// warnNoAuth says what --no-auth gives away.
+func warnNoAuth(w io.Writer) {
+	fmt.Fprintln(w, "Warning: --no-auth: the daemon serves without its API token; any process or user on this machine can read and change your memory (relay doctor reports this)")
 }

@@ -5,23 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/blob"
-	"github.com/relaydev/relay/internal/memory/postgres"
-
-	"github.com/relaydev/relay/internal/relayhome"
-
-	"github.com/relaydev/relay/internal/memory/sqlite"
-
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/memory/postgres"
+	"github.com/relaydev/relay/internal/memory/sqlite"
+	"github.com/relaydev/relay/internal/relayhome"
 )
 
 // memoryDoctorChecks are the daemon and store diagnostics.
 func memoryDoctorChecks() []doctorCheck {
 	return []doctorCheck{
+		{Name: "token", Run: checkToken},
 		{Name: "daemon", Run: checkDaemon},
 		{Name: "store", Run: checkStore},
 		{Name: "bucket", Run: checkBucket},
@@ -48,6 +47,36 @@ func storeSetting(f *Factory) (home, storeURL, artifacts string, err error) {
 	return home, storeURL, artifacts, nil
 }
 
+// checkToken: the API token exists and other local users cannot read it.
+func checkToken(ctx context.Context, f *Factory) checkResult {
+	home, err := f.Home()
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error()}
+	}
+	path := relayhome.UserFile(home)
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return checkResult{Status: statusWarn, Detail: "no API token yet (" + path + ")", Hint: "relay init (or relay up creates it)"}
+	}
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error()}
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return checkResult{Status: statusFail, Detail: fmt.Sprintf("%s is mode %04o: other users on this machine can read the API token", path, perm), Hint: "chmod 600 " + path}
+	}
+	if dfi, err := os.Stat(home); err == nil && dfi.Mode().Perm()&0o022 != 0 {
+		return checkResult{Status: statusFail, Detail: fmt.Sprintf("%s is mode %04o: other users can replace files in the relay store", home, dfi.Mode().Perm()), Hint: "chmod 700 " + home}
+	}
+	u, err := relayhome.LoadUser(home)
+	if err != nil {
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix " + path + " or delete it and run relay init"}
+	}
+	if u.Token == "" {
+		return checkResult{Status: statusWarn, Detail: path + " has no token", Hint: "relay up (adds one)"}
+	}
+	return checkResult{Status: statusOK, Detail: path + " holds the API token (mode 0600)"}
+}
+
 func checkDaemon(ctx context.Context, f *Factory) checkResult {
 	home, err := f.Home()
 	if err != nil {
@@ -68,7 +97,11 @@ func checkDaemon(ctx context.Context, f *Factory) checkResult {
 		if st.MirrorError != "" {
 			return checkResult{Status: statusWarn, Detail: fmt.Sprintf("running at %s (pid %d) but the file mirror failed: %s", st.URL, st.PID, st.MirrorError), Hint: "check free space and permissions of " + home}
 		}
-		return checkResult{Status: statusOK, Detail: fmt.Sprintf("running at %s (pid %d, version %s)", st.URL, st.PID, st.Version)}
+		if !st.Auth {
+			return checkResult{Status: statusFail, Detail: fmt.Sprintf("running at %s (pid %d) without an API token (--no-auth): any process or user on this machine can read and change your memory", st.URL, st.PID),
+				Hint: "relay down && relay up (without --no-auth; the token is in " + home + "/config.json)"}
+		}
+		return checkResult{Status: statusOK, Detail: fmt.Sprintf("running at %s (pid %d, version %s, token required)", st.URL, st.PID, st.Version)}
 	case pid != 0:
 		return checkResult{Status: statusFail, Detail: fmt.Sprintf("pid %d holds the store but does not answer at %s: %v", pid, c.BaseURL, err), Hint: "relay down && relay up; see " + home + "/daemon.log"}
 	default:

@@ -18,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DefaultPort is where the memory daemon listens unless told otherwise.
@@ -148,4 +150,71 @@ func NewToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	return "relay_" + hex.EncodeToString(b)
+}
+
+// EnsureToken makes sure home's config.json exists, is private (0600) and holds an
+// API token, creating or adding one when missing. The daemon never serves without
+// a token, so `relay up` on a fresh RELAY_HOME must not be a way to get one that
+// does. It reports whether a token was created.
+func EnsureToken(home string) (u *User, created bool, err error) {
+	if created, err = EnsureHome(home); err != nil {
+		return nil, false, err
+	}
+	path := UserFile(home)
+	if fi, err := os.Lstat(path); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", path, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%s is not a regular file; remove it and run relay init", path)
+	} else if fi.Mode().Perm()&0o077 != 0 {
+		// other local users must not read the token
+		if err := os.Chmod(path, 0o600); err != nil {
+			return nil, false, fmt.Errorf("make %s private (chmod 600): %w", path, err)
+		}
+	}
+	u, err = LoadUser(home)
+	if err != nil {
+		return nil, false, err
+	}
+	if u.Token != "" {
+		return u, created, nil
+	}
+	// Keep whatever else the file holds; only the token is added.
+	raw := map[string]any{}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+		return nil, false, fmt.Errorf("%s: not a JSON object; fix it or delete it and run relay init", path)
+	}
+	u.Token = NewToken()
+	raw["token"] = u.Token
+	out, err := json.MarshalIndent(raw, "", "  ")
+	if err != nil {
+		return nil, false, err
+	}
+	tmp, err := os.CreateTemp(home, ".config-*.json")
+	if err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(append(out, '\n'))
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", path, err)
+	}
+	return u, true, nil
+}
+
+// IsLoopbackHost reports whether host (a --host value) only listens on loopback.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil && a.Unmap().IsLoopback()
 }

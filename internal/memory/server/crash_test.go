@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	if home := os.Getenv("RELAY_TEST_DAEMON_HOME"); home != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		if err := Run(ctx, RunOptions{Home: home, Port: 0, Version: "crash-test", Store: os.Getenv("RELAY_TEST_DAEMON_STORE")}); err != nil {
+		if err := Run(ctx, RunOptions{Home: home, Port: 0, NoAuth: true, Version: "crash-test", Store: os.Getenv("RELAY_TEST_DAEMON_STORE")}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -26,10 +26,13 @@ type Info = relayhome.Info
 
 // RunOptions configure Run.
 type RunOptions struct {
-	Home     string
-	Host     string // default 127.0.0.1
-	Port     int    // preferred port; the next free one is used when taken; 0 = any
-	Token    string
+	Home  string
+	Host  string // default 127.0.0.1
+	Port  int    // preferred port; the next free one is used when taken; 0 = any
+	Token string
+	// NoAuth serves without a token; it is refused unless Host is a loopback address.
+	// An empty Token without NoAuth is refused: the daemon never serves open by accident.
+	NoAuth   bool
 	Version  string
 	LogLevel slog.Level
 	// Sync is the store's commit durability: "full" (default) or "normal" (memory.Options).
@@ -50,6 +53,18 @@ var ErrAlreadyRunning = relayhome.ErrDaemonRunning
 
 // Run runs the daemon in the foreground until ctx is cancelled, then shuts down gracefully.
 func Run(ctx context.Context, o RunOptions) error {
+	host := o.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	switch {
+	case o.NoAuth && !relayhome.IsLoopbackHost(host):
+		return fmt.Errorf("refusing to serve without an API token on %s: only a loopback address may run with --no-auth", host)
+	case o.NoAuth:
+		o.Token = ""
+	case o.Token == "":
+		return errors.New("refusing to serve without an API token; run relay init (or pass --no-auth on a loopback address)")
+	}
 	if err := os.MkdirAll(o.Home, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", o.Home, err)
 	}
@@ -66,10 +81,6 @@ func Run(ctx context.Context, o RunOptions) error {
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: o.LogLevel}))
 
-	host := o.Host
-	if host == "" {
-		host = "127.0.0.1"
-	}
 	ln, port, err := listen(host, o.Port)
 	if err != nil {
 		log.Error("listen failed", "err", err)
