@@ -129,7 +129,8 @@ func newCmdArtifactGet(f *Factory) *cobra.Command {
 		Use:   "get <ref>",
 		Short: "Show an artifact's metadata and preview, or save its content with --out",
 		Long: `Without --out, print the artifact's metadata and its sanitized preview (never the
-full content). With --out PATH, write the exact bytes to PATH; --out - writes them to stdout.`,
+full content). With --out PATH, write the exact bytes to PATH; --out - writes them to stdout
+(with control characters escaped when stdout is a terminal).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
@@ -161,13 +162,13 @@ func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
 		}
 		w := opts.F.IO.Out
 		fmt.Fprintf(w, "ref:         %s\n", a.Ref)
-		fmt.Fprintf(w, "type:        %s (%s)\n", a.Type, a.Mime)
-		fmt.Fprintf(w, "name:        %s\n", orDash(a.Name))
+		fmt.Fprintf(w, "type:        %s (%s)\n", field(a.Type), field(a.Mime))
+		fmt.Fprintf(w, "name:        %s\n", field(orDash(a.Name)))
 		fmt.Fprintf(w, "size:        %d bytes, %d lines\n", a.Size, a.Preview.LineCount)
 		fmt.Fprintf(w, "sha256:      %s\n", a.Hash)
-		fmt.Fprintf(w, "created:     %s by %s\n", a.CreatedAt, orDash(a.Provenance.CreatedBy))
+		fmt.Fprintf(w, "created:     %s by %s\n", a.CreatedAt, field(orDash(a.Provenance.CreatedBy)))
 		if a.Provenance.Capability != "" {
-			fmt.Fprintf(w, "capability:  %s\n", a.Provenance.Capability)
+			fmt.Fprintf(w, "capability:  %s\n", field(a.Provenance.Capability))
 		}
 		fmt.Fprintf(w, "preview (truncated: %v):\n%s\n", a.Preview.Truncated, a.Preview.Text)
 		return nil
@@ -246,7 +247,7 @@ func artifactLsRun(ctx context.Context, opts *ArtifactLsOptions) error {
 	tw := tabwriter.NewWriter(opts.F.IO.Out, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "REF\tTYPE\tSIZE\tNAME\tCREATED")
 	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", a.Ref, a.Type, a.Size, orDash(a.Name), a.CreatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", a.Ref, field(a.Type), a.Size, field(orDash(a.Name)), a.CreatedAt)
 	}
 	return tw.Flush()
 }

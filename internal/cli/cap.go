@@ -67,7 +67,7 @@ func capListRun(ctx context.Context, opts *CapListOptions) error {
 		if ci.Cacheable {
 			cache = fmt.Sprintf("%ds", ci.CacheTTLSec)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", ci.Name, cache, ci.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", field(ci.Name), cache, field(ci.Description))
 	}
 	return tw.Flush()
 }
@@ -171,6 +171,6 @@ func capInvokeRun(ctx context.Context, opts *CapInvokeOptions) error {
 	if json.Compact(&compact, out.Preview) != nil {
 		compact.Write(out.Preview)
 	}
-	_, err = fmt.Fprintf(opts.IO.Out, "artifact_ref  %s\ncached        %t\npreview: %s\n", out.ArtifactRef, out.Cached, compact.String())
+	_, err = fmt.Fprintf(opts.IO.Out, "artifact_ref  %s\ncached        %t\npreview: %s\n", field(out.ArtifactRef), out.Cached, field(compact.String()))
 	return err
 }

@@ -92,24 +92,24 @@ func printLogEntry(w io.Writer, e logEntry) {
 	fmt.Fprintf(w, "UUID: %s\n", e.UUID)
 	fmt.Fprintf(w, "Date: %s\n", e.CreatedAt.Local().Format("2006-01-02 15:04:05 MST"))
 	if e.PromptSummary != "" {
-		fmt.Fprintf(w, "Prompt Summary: %s\n", e.PromptSummary)
+		fmt.Fprintf(w, "Prompt Summary: %s\n", field(e.PromptSummary))
 	}
 	if e.GitCommitMsg != "" {
 		lines := strings.Split(strings.TrimSpace(e.GitCommitMsg), "\n")
-		fmt.Fprintf(w, "Git Commit: %s\n", lines[0])
+		fmt.Fprintf(w, "Git Commit: %s\n", field(lines[0]))
 		for _, l := range lines[1:] {
 			if strings.TrimSpace(l) == "" {
 				fmt.Fprintln(w)
 				continue
 			}
-			fmt.Fprintf(w, "            %s\n", l)
+			fmt.Fprintf(w, "            %s\n", field(l))
 		}
 	}
 	if e.RevertOf != "" {
-		fmt.Fprintf(w, "Reverts: %s\n", e.RevertOf)
+		fmt.Fprintf(w, "Reverts: %s\n", field(e.RevertOf))
 	}
 	if e.RevertedBy != "" {
-		fmt.Fprintf(w, "Reverted by: %s\n", e.RevertedBy)
+		fmt.Fprintf(w, "Reverted by: %s\n", field(e.RevertedBy))
 	}
 	fmt.Fprintln(w, "Changes:")
 	for _, f := range e.Files {
@@ -117,6 +117,6 @@ func printLogEntry(w io.Writer, e logEntry) {
 		if f.From != "" {
 			name = f.From + " -> " + f.Path
 		}
-		fmt.Fprintf(w, "  %-6s %s (+%d -%d)\n", f.Action, name, f.Added, f.Removed)
+		fmt.Fprintf(w, "  %-6s %s (+%d -%d)\n", field(f.Action), field(name), f.Added, f.Removed)
 	}
 }

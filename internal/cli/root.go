@@ -49,6 +49,7 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	defer ios.Flush()
 	if err == nil {
 		return exitOK
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -116,7 +117,7 @@ func runsRun(ctx context.Context, opts *RunsOptions) error {
 	tw := tabwriter.NewWriter(opts.F.IO.Out, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "THREAD_ID\tNAME\tSTATE\tARTIFACTS\tEVENTS\tUPDATED")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", t.ID, orDash(t.Name), t.StateRef, t.ArtifactCount, t.EventCount, t.UpdatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", field(t.ID), field(orDash(t.Name)), t.StateRef, t.ArtifactCount, t.EventCount, t.UpdatedAt)
 	}
 	return tw.Flush()
 }
@@ -169,8 +170,8 @@ func showRun(ctx context.Context, opts *ShowOptions) error {
 		return writeJSON(opts.F.IO.Out, t)
 	}
 	w := opts.F.IO.Out
-	fmt.Fprintf(w, "thread_id:  %s\n", t.ID)
-	fmt.Fprintf(w, "name:       %s\n", orDash(t.Name))
+	fmt.Fprintf(w, "thread_id:  %s\n", field(t.ID))
+	fmt.Fprintf(w, "name:       %s\n", field(orDash(t.Name)))
 	fmt.Fprintf(w, "state_ref:  %s\n", t.StateRef)
 	fmt.Fprintf(w, "created:    %s\n", t.CreatedAt)
 	fmt.Fprintf(w, "updated:    %s\n", t.UpdatedAt)
@@ -237,10 +238,10 @@ func tailRun(ctx context.Context, opts *TailOptions) error {
 	print := func(e memory.Event) error {
 		if opts.JSON {
 			b, _ := json.Marshal(e)
-			_, err := fmt.Fprintf(opts.F.IO.Out, "%s\n", b)
+			_, err := fmt.Fprintf(iostreams.Raw(opts.F.IO.Out), "%s\n", b)
 			return err
 		}
-		_, err := fmt.Fprintf(opts.F.IO.Out, "%d  %s  %-16s %s\n", e.ID, e.At, e.Type, strings.TrimSpace(string(e.Data)))
+		_, err := fmt.Fprintf(opts.F.IO.Out, "%d  %s  %-16s %s\n", e.ID, e.At, field(e.Type), field(strings.TrimSpace(string(e.Data))))
 		return err
 	}
 	if opts.NoFollow {

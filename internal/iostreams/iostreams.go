@@ -21,26 +21,52 @@ type IOStreams struct {
 	stdoutTTY bool
 	stderrTTY bool
 	noColor   bool
+
+	// rawOut and rawErr are the streams before terminal escaping.
+	rawOut, rawErr io.Writer
 }
 
 // System returns streams bound to the process's standard streams.
 func System() *IOStreams {
 	_, noColor := os.LookupEnv("NO_COLOR")
-	return &IOStreams{
+	s := &IOStreams{
 		In:        os.Stdin,
-		Out:       os.Stdout,
-		ErrOut:    os.Stderr,
+		rawOut:    os.Stdout,
+		rawErr:    os.Stderr,
 		stdinTTY:  isTerminal(os.Stdin),
 		stdoutTTY: isTerminal(os.Stdout),
 		stderrTTY: isTerminal(os.Stderr),
 		noColor:   noColor || os.Getenv("TERM") == "dumb",
+	}
+	s.wrap()
+	return s
+}
+
+// wrap escapes control characters on the streams that are terminals.
+func (s *IOStreams) wrap() {
+	s.Out, s.ErrOut = s.rawOut, s.rawErr
+	if s.stdoutTTY {
+		s.Out = NewTerminalWriter(s.rawOut)
+	}
+	if s.stderrTTY {
+		s.ErrOut = NewTerminalWriter(s.rawErr)
+	}
+}
+
+// Flush writes what the terminal escaper holds back (an incomplete
+// character at the very end); call once before exit.
+func (s *IOStreams) Flush() {
+	for _, w := range []io.Writer{s.Out, s.ErrOut} {
+		if sw, ok := w.(*safeWriter); ok {
+			_ = sw.Flush()
+		}
 	}
 }
 
 // Test returns streams backed by buffers; nothing is a terminal.
 func Test() (ios *IOStreams, in, out, errOut *bytes.Buffer) {
 	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
-	return &IOStreams{In: in, Out: out, ErrOut: errOut, noColor: true}, in, out, errOut
+	return &IOStreams{In: in, Out: out, ErrOut: errOut, rawOut: out, rawErr: errOut, noColor: true}, in, out, errOut
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
@@ -54,9 +80,14 @@ func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 // IsStderrTTY reports whether stderr is a terminal.
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 
-// SetTTY overrides terminal detection (tests).
+// SetTTY overrides terminal detection (tests); a stream marked as a terminal
+// gets the terminal escaping a real one gets.
 func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
 	s.stdinTTY, s.stdoutTTY, s.stderrTTY = stdin, stdout, stderr
+	if s.rawOut == nil {
+		s.rawOut, s.rawErr = s.Out, s.ErrOut
+	}
+	s.wrap()
 }
 
 // ColorEnabled reports whether stderr output may use ANSI colour: only on a
