@@ -109,10 +109,11 @@ type Dumper interface {
 	// ExportThread reads the thread from one consistent snapshot and calls fn with its
 	// records; content reads an artifact's bytes and is valid only during fn.
 	ExportThread(ctx context.Context, threadID string, fn func(d *ThreadDump, content func(ref string) ([]byte, error)) error) error
-	// ImportThread writes d in one transaction, with content holding every artifact's
-	// bytes by ref, and indexes it for search. A thread id or artifact ref already in the
-	// store is an *ExistsError and nothing is written.
-	ImportThread(ctx context.Context, d *ThreadDump, content map[string][]byte) error
+	// ImportThread writes d in one transaction, reading each artifact's bytes by ref
+	// from content as it writes them (so an import holds one artifact in memory at a
+	// time), and indexes it for search. A thread id or artifact ref already in the
+	// store is an *ExistsError, and an error from content aborts; nothing is written.
+	ImportThread(ctx context.Context, d *ThreadDump, content func(ref string) ([]byte, error)) error
 }
 
 // ThreadDump is everything a thread holds, as records; the JSON names are the bundle format.

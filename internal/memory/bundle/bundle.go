@@ -30,7 +30,7 @@ const FormatID = "com.relay.bundle.v1"
 var (
 	MaxEntries     = 200_000
 	MaxEntryBytes  = int64(memory.MaxArtifactSize) + 1<<20
-	MaxBundleBytes = int64(4) << 30 // uncompressed total
+	MaxBundleBytes = int64(1) << 30 // uncompressed total (CPU bound: contents stream, see inflate.go)
 )
 
 // DB is the store side of a bundle: whole threads as records (every memory.Store is one).
@@ -44,6 +44,9 @@ type Manifest struct {
 	Relay      string            `json:"relay_version"`
 	Counts     map[string]int    `json:"counts"`
 	Files      map[string]string `json:"files"` // entry name → sha256 hex
+	// Sizes declares every entry's inflated size; import refuses an entry that
+	// inflates to anything else. Bundles from before it have the zip's sizes only.
+	Sizes map[string]int64 `json:"sizes,omitempty"`
 }
 
 // The bundle's JSON lines are the store's records.
@@ -81,11 +84,12 @@ func Export(ctx context.Context, db DB, threadID, relayVersion string, w io.Writ
 func write(d *memory.ThreadDump, content func(string) ([]byte, error), relayVersion string, w io.Writer) (*Manifest, error) {
 	now := time.Now().UTC()
 	m := &Manifest{Format: FormatID, ThreadID: d.Thread.ID, ExportedAt: now.Format(time.RFC3339), Relay: relayVersion,
-		Counts: map[string]int{}, Files: map[string]string{}}
+		Counts: map[string]int{}, Files: map[string]string{}, Sizes: map[string]int64{}}
 	zw := zip.NewWriter(w)
 	put := func(name string, b []byte) error {
 		sum := sha256.Sum256(b)
 		m.Files[name] = hex.EncodeToString(sum[:])
+		m.Sizes[name] = int64(len(b))
 		fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: now})
 		if err != nil {
 			return err
@@ -193,48 +197,6 @@ func checkName(f *zip.File) error {
 	return unsafe("unexpected entry %q", n)
 }
 
-// readEntries validates every entry and reads them, enforcing size limits on the real bytes.
-func readEntries(zr *zip.Reader) (map[string][]byte, error) {
-	if len(zr.File) > MaxEntries {
-		return nil, unsafe("%d entries, the limit is %d", len(zr.File), MaxEntries)
-	}
-	files := map[string][]byte{}
-	var total int64
-	for _, f := range zr.File {
-		if f.Name == artDir && f.Mode().IsDir() {
-			continue // a directory entry some zip tools add
-		}
-		if err := checkName(f); err != nil {
-			return nil, err
-		}
-		if _, dup := files[f.Name]; dup {
-			return nil, unsafe("duplicate entry %q", f.Name)
-		}
-		if f.UncompressedSize64 > uint64(MaxEntryBytes) {
-			return nil, unsafe("entry %q is %d bytes, the limit is %d", f.Name, f.UncompressedSize64, MaxEntryBytes)
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return nil, unsafe("entry %q: %v", f.Name, err)
-		}
-		// The header's size can lie (zip bombs): count the bytes actually inflated.
-		b, err := io.ReadAll(io.LimitReader(rc, MaxEntryBytes+1))
-		rc.Close()
-		if err != nil {
-			return nil, unsafe("entry %q: %v", f.Name, err)
-		}
-		if int64(len(b)) > MaxEntryBytes {
-			return nil, unsafe("entry %q inflates past the %d-byte limit", f.Name, MaxEntryBytes)
-		}
-		total += int64(len(b))
-		if total > MaxBundleBytes {
-			return nil, unsafe("bundle inflates past the %d-byte limit", MaxBundleBytes)
-		}
-		files[f.Name] = b
-	}
-	return files, nil
-}
-
 func decodeLines[T any](b []byte, name string) ([]T, error) {
 	var out []T
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -254,31 +216,11 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 	if err != nil {
 		return nil, unsafe("not a zip file: %v", err)
 	}
-	files, err := readEntries(zr)
+	m, ents, err := openEntries(zr)
 	if err != nil {
 		return nil, err
 	}
-	var m Manifest
-	if b, ok := files[fManifest]; !ok {
-		return nil, unsafe("no manifest.json; is this a relay export?")
-	} else if err := json.Unmarshal(b, &m); err != nil || m.Format != FormatID {
-		return nil, unsafe("manifest.json is not a %s manifest", FormatID)
-	}
-	for name, b := range files {
-		if name == fManifest {
-			continue
-		}
-		want, ok := m.Files[name]
-		sum := sha256.Sum256(b)
-		if !ok || want != hex.EncodeToString(sum[:]) {
-			return nil, unsafe("entry %q does not match the manifest's sha256", name)
-		}
-	}
-	for name := range m.Files {
-		if _, ok := files[name]; !ok {
-			return nil, unsafe("entry %q listed in the manifest is missing", name)
-		}
-	}
+	files := ents.meta
 	var th threadRow
 	if err := json.Unmarshal(files[fThread], &th); err != nil {
 		return nil, unsafe("thread.json: %v", err)
@@ -306,7 +248,13 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 	if err != nil {
 		return nil, err
 	}
-	if err := checkConsistency(th, versions, snaps, arts, files); err != nil {
+	if err := checkConsistency(th, versions, snaps, arts, ents); err != nil {
+		return nil, err
+	}
+	if err := validateContent(th, versions, snaps, arts, events); err != nil {
+		return nil, err
+	}
+	if err := ents.verifyArtifacts(); err != nil {
 		return nil, err
 	}
 
@@ -330,15 +278,23 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 
 	d := &memory.ThreadDump{Thread: th, Versions: versions, Snapshots: snaps, Events: events, Calls: calls}
 	d.Thread.ID = res.ThreadID
-	content := make(map[string][]byte, len(arts))
+	// Contents are inflated one at a time as the store writes them.
+	fromRef := make(map[string]string, len(arts))
 	for _, a := range arts {
-		body := files[artDir+a.Ref]
+		orig := a.Ref
 		if opt.AsNew {
 			a.Ref = res.RefMap[a.Ref]
 		}
+		fromRef[a.Ref] = orig
 		a.SourceRefs = string(rewrite([]byte(a.SourceRefs)))
-		content[a.Ref] = body
 		d.Artifacts = append(d.Artifacts, a)
+	}
+	content := func(ref string) ([]byte, error) {
+		orig, ok := fromRef[ref]
+		if !ok {
+			return nil, fmt.Errorf("import: no artifact %s in the bundle", ref)
+		}
+		return ents.content(orig)
 	}
 	for i := range d.Events {
 		d.Events[i].Data = rewrite(d.Events[i].Data)
@@ -360,7 +316,7 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 	return res, nil
 }
 
-func checkConsistency(th threadRow, versions []versionRow, snaps []snapshotRow, arts []artifactRow, files map[string][]byte) error {
+func checkConsistency(th threadRow, versions []versionRow, snaps []snapshotRow, arts []artifactRow, ents *bundleEntries) error {
 	if len(versions) == 0 || len(snaps) == 0 {
 		return unsafe("the bundle has no state history")
 	}
@@ -393,16 +349,15 @@ func checkConsistency(th threadRow, versions []versionRow, snaps []snapshotRow, 
 		if !memory.ValidType(a.Type) {
 			return unsafe("artifact %s has unknown type %q", a.Ref, a.Type)
 		}
-		content, ok := files[artDir+a.Ref]
-		if !ok {
+		name := artDir + a.Ref
+		if _, ok := ents.arts[name]; !ok {
 			return unsafe("artifact %s has no content entry", a.Ref)
 		}
-		sum := sha256.Sum256(content)
-		if hex.EncodeToString(sum[:]) != a.Hash || int64(len(content)) != a.Size {
+		if ents.sum[name] != a.Hash || ents.size[name] != a.Size {
 			return unsafe("artifact %s content does not match its sha256/size", a.Ref)
 		}
 	}
-	for name := range files {
+	for name := range ents.arts {
 		if ref, ok := strings.CutPrefix(name, artDir); ok && !seen[ref] {
 			return unsafe("entry %q belongs to no artifact", name)
 		}

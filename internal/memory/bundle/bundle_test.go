@@ -299,16 +299,16 @@ func TestImportLimits(t *testing.T) {
 	st := open(t)
 	good := export(t, st, fill(t, st))
 	ctx := context.Background()
-	defer func(e, b int64, n int) { MaxEntryBytes, MaxBundleBytes, MaxEntries = e, b, n }(MaxEntryBytes, MaxBundleBytes, MaxEntries)
+	defer func(e, b, m int64, n int) { MaxEntryBytes, MaxBundleBytes, MaxMetaBytes, MaxEntries = e, b, m, n }(MaxEntryBytes, MaxBundleBytes, MaxMetaBytes, MaxEntries)
 
-	MaxEntryBytes = 1000
+	MaxEntryBytes, MaxMetaBytes = 1000, 1000
 	bomb := zipOf(t, map[string][]byte{"thread.json": bytes.Repeat([]byte{' '}, 5000)}, true)
 	if _, err := Import(ctx, open(t), bytes.NewReader(bomb), int64(len(bomb)), ImportOptions{}); err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("oversized entry: %v", err)
 	}
-	MaxEntryBytes = 1 << 30
+	MaxEntryBytes, MaxMetaBytes = 1<<30, 1<<30
 	MaxBundleBytes = 100
-	if _, err := Import(ctx, open(t), bytes.NewReader(good), int64(len(good)), ImportOptions{}); err == nil || !strings.Contains(err.Error(), "bundle inflates past") {
+	if _, err := Import(ctx, open(t), bytes.NewReader(good), int64(len(good)), ImportOptions{}); err == nil || !strings.Contains(err.Error(), "bundle inflates to") {
 		t.Fatalf("oversized bundle: %v", err)
 	}
 	MaxBundleBytes = 1 << 30

@@ -109,13 +109,13 @@ func Copy(ctx context.Context, from, to memory.Store, progress func(Report, stri
 
 func copyThread(ctx context.Context, from, to memory.Store, id string) error {
 	return from.ExportThread(ctx, id, func(d *memory.ThreadDump, content func(string) ([]byte, error)) error {
-		bodies := make(map[string][]byte, len(d.Artifacts))
-		for _, a := range d.Artifacts {
-			b, err := content(a.Ref)
+		// Bodies stream from the source one at a time as the destination writes them.
+		bodies := func(ref string) ([]byte, error) {
+			b, err := content(ref)
 			if err != nil {
-				return fmt.Errorf("read artifact %s of thread %s: %w", a.Ref, id, err)
+				return nil, fmt.Errorf("read artifact %s of thread %s: %w", ref, id, err)
 			}
-			bodies[a.Ref] = b
+			return b, nil
 		}
 		if err := to.ImportThread(ctx, d, bodies); err != nil {
 			var ee *memory.ExistsError

@@ -130,15 +130,17 @@ func (s *Store) ExportThread(ctx context.Context, threadID string, fn func(d *me
 
 // ImportThread implements memory.Dumper in one transaction; bodies go to the bucket first
 // (content-addressed, so a failed import leaves only reusable objects).
-func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content map[string][]byte) error {
+func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content func(ref string) ([]byte, error)) error {
 	id := d.Thread.ID
 	if err := checkThreadID(id); err != nil {
 		return err
 	}
+	// content is read once per pass, one artifact at a time, so an import never holds
+	// every body at once.
 	for _, a := range d.Artifacts {
-		body, ok := content[a.Ref]
-		if !ok {
-			return memory.BadRequest("import of thread %s has no content for artifact %s", id, a.Ref)
+		body, err := content(a.Ref)
+		if err != nil {
+			return err
 		}
 		if blob.Sum(body) != a.Hash {
 			return memory.BadRequest("content of artifact %s does not match its hash %s", a.Ref, a.Hash)
@@ -146,7 +148,10 @@ func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content 
 	}
 	if s.blobs != nil {
 		for _, a := range d.Artifacts {
-			body := content[a.Ref]
+			body, err := content(a.Ref)
+			if err != nil {
+				return err
+			}
 			if _, err := s.blobs.Put(ctx, a.Hash, int64(len(body)), bytes.NewReader(body)); err != nil {
 				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
 			}
@@ -205,7 +210,10 @@ func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content 
 			}
 		}
 		for _, a := range d.Artifacts {
-			body := content[a.Ref]
+			body, err := content(a.Ref)
+			if err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO artifacts (`+artifactCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 				a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, a.SourceRefs, memory.ParseTime(a.CreatedAt).Time); err != nil {
 				return fmt.Errorf("import artifact %s: %w", a.Ref, err)

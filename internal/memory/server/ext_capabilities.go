@@ -3,7 +3,6 @@ package server
 // Routes of the capability layer: capabilities, the A2A envelope, reports, stats, export/import.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -349,13 +348,34 @@ func (x *capExt) handleExport(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// MaxImportBody is the largest bundle POST /import accepts (compressed).
+const MaxImportBody = MaxArtifactJSON
+
+// importSlots bounds concurrent imports: each inflates up to one artifact
+// (50 MB) at a time plus its metadata, so a few at once stay bounded too.
+var importSlots = make(chan struct{}, 2)
+
 func (x *capExt) handleImport(w http.ResponseWriter, r *http.Request) error {
-	body, err := io.ReadAll(r.Body) // capped by the server-wide body limit
+	// The zip is spooled to a temp file, not held in memory; the import then
+	// inflates one entry at a time. At most two imports run at once.
+	tmp, err := os.CreateTemp("", "relay-import-*.zip")
 	if err != nil {
 		return err
 	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	size, err := io.Copy(tmp, http.MaxBytesReader(w, r.Body, MaxImportBody))
+	if err != nil {
+		return err
+	}
+	select {
+	case importSlots <- struct{}{}:
+		defer func() { <-importSlots }()
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
 	asNew := r.URL.Query().Get("as_new")
-	res, err := bundle.Import(r.Context(), x.s.store, bytes.NewReader(body), int64(len(body)), bundle.ImportOptions{AsNew: asNew == "1" || asNew == "true"})
+	res, err := bundle.Import(r.Context(), x.s.store, tmp, size, bundle.ImportOptions{AsNew: asNew == "1" || asNew == "true"})
 	var ue *bundle.UnsafeError
 	var ee *bundle.ExistsError
 	switch {

@@ -433,8 +433,10 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	h := w.Header()
-	h.Set("Content-Type", a.Mime)
+	h.Set("Content-Type", servedMime(a.Mime))
 	h.Set("Content-Length", strconv.Itoa(len(b)))
+	// whatever the content is, a browser that opens it runs nothing and loads nothing
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	h.Set("ETag", `"`+a.Hash+`"`)
 	h.Set("X-Relay-Artifact-Type", a.Type)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -458,7 +460,7 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, sp strea
 		return err
 	}
 	h := w.Header()
-	h.Set("Content-Type", a.Mime)
+	h.Set("Content-Type", servedMime(a.Mime))
 	h.Set("ETag", `"`+a.Hash+`"`)
 	h.Set("X-Relay-Artifact-Type", a.Type)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -481,6 +483,20 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, sp strea
 		panic(http.ErrAbortHandler) // the client must see a broken response, not a short file
 	}
 	return nil
+}
+
+// servedMime is the Content-Type an artifact is served with: its stored mime
+// when that is well-formed and inert; content a browser would run (HTML, SVG,
+// XML, scripts) as text/plain; anything malformed as octet-stream. With
+// nosniff and Content-Disposition: attachment, no artifact renders as a page.
+func servedMime(m string) string {
+	switch {
+	case !memory.ValidMime(m):
+		return "application/octet-stream"
+	case memory.ActiveMime(m):
+		return "text/plain; charset=utf-8"
+	}
+	return m
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {

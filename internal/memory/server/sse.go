@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		for _, e := range evs {
 			b, _ := json.Marshal(e)
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Type, b); err != nil {
+			if _, err := w.Write(sseFrame(strconv.FormatInt(e.ID, 10), e.Type, b)); err != nil {
 				return nil
 			}
 			after = e.ID
@@ -85,4 +86,28 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+}
+
+// sseFrame builds one Server-Sent Events frame. A CR or LF inside a field
+// would end it and start another, letting stored text forge events: id and
+// event are refused (an event type that is not a valid name is sent as
+// "invalid"; the JSON in data still carries it exactly), and data is split
+// into one "data:" line per line, which a client joins back with "\n".
+func sseFrame(id, event string, data []byte) []byte {
+	if !memory.ValidEventType(event) {
+		event = "invalid"
+	}
+	if strings.ContainsAny(id, "\r\n\x00") {
+		id = ""
+	}
+	var b bytes.Buffer
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	b.WriteString("event: " + event + "\n")
+	for _, line := range strings.Split(strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n"), "\n") {
+		b.WriteString("data: " + line + "\n")
+	}
+	b.WriteString("\n")
+	return b.Bytes()
 }

@@ -96,7 +96,7 @@ func (s *SQLite) ExportThread(ctx context.Context, threadID string, fn func(d *m
 }
 
 // ImportThread implements memory.Dumper in one write transaction.
-func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content map[string][]byte) error {
+func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content func(ref string) ([]byte, error)) error {
 	id := d.Thread.ID
 	if err := checkThreadID(id); err != nil {
 		return err
@@ -145,7 +145,11 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 			}
 		}
 		for _, a := range d.Artifacts {
-			enc, stored := encodeContent(content[a.Ref])
+			body, err := content(a.Ref)
+			if err != nil {
+				return err
+			}
+			enc, stored := encodeContent(body)
 			// The indexer (indexer.go) adds the artifacts to the search index after the commit.
 			if _, err := tx.ExecContext(ctx, sqlInsertArtifact,
 				a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, a.SourceRefs, a.CreatedAt,

@@ -360,7 +360,7 @@ func testDump(t *testing.T, st memory.Store) {
 		t.Fatalf("dump = %+v", dump)
 	}
 	var ee *memory.ExistsError
-	if err := st.ImportThread(ctx, dump, contents); !errors.As(err, &ee) {
+	if err := st.ImportThread(ctx, dump, func(ref string) ([]byte, error) { return contents[ref], nil }); !errors.As(err, &ee) {
 		t.Fatalf("importing over itself: err = %v, want *memory.ExistsError", err)
 	}
 }

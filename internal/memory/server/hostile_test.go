@@ -1,0 +1,78 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestSSEFrameCannotBeForged: whatever an event's type, id or data hold, a
+// frame parses back as exactly one event with the data intact.
+func TestSSEFrameCannotBeForged(t *testing.T) {
+	for _, tc := range []struct{ id, event, data string }{
+		{"1", "cap.invoked", `{"a":1}`},
+		{"2", "x\nevent: admin\ndata: {\"pwned\":true}\n", `{}`},
+		{"3", "x\r\nid: 999", `{}`},
+		{"4", "ok", "{\n\"a\":\n1}\r\n"},
+		{"5\nevent: admin", "ok", `{}`},
+		{"6", "ok", "line1\rdata: forged\r\n\r\nevent: admin"},
+		{"7", "", `{}`},
+		{"8", "\x00", `{}`},
+	} {
+		frame := sseFrame(tc.id, tc.event, []byte(tc.data))
+		var events int
+		var dataLines []string
+		var gotEvent string
+		sc := bufio.NewScanner(bytes.NewReader(frame))
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				events++
+			case strings.HasPrefix(line, "event: "):
+				gotEvent = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				dataLines = append(dataLines, strings.TrimPrefix(line, "data: "))
+			case strings.HasPrefix(line, "id: "):
+			default:
+				t.Errorf("%q: unexpected line %q in %q", tc.event, line, frame)
+			}
+		}
+		if events != 1 || bytes.Count(frame, []byte("\n\n")) != 1 || !bytes.HasSuffix(frame, []byte("\n\n")) {
+			t.Errorf("event %q id %q: frame %q is not exactly one event", tc.event, tc.id, frame)
+		}
+		if gotEvent != "invalid" && gotEvent != tc.event {
+			t.Errorf("event %q became %q", tc.event, gotEvent)
+		}
+		want := strings.ReplaceAll(strings.ReplaceAll(tc.data, "\r\n", "\n"), "\r", "\n")
+		if got := strings.Join(dataLines, "\n"); got != want {
+			t.Errorf("data %q came back as %q", want, got)
+		}
+	}
+}
+
+// TestServedMime: no stored mime makes a browser run the artifact or sniff it.
+func TestServedMime(t *testing.T) {
+	for in, want := range map[string]string{
+		"text/plain; charset=utf-8":          "text/plain; charset=utf-8",
+		"text/markdown; charset=utf-8":       "text/markdown; charset=utf-8",
+		"application/json":                   "application/json",
+		"image/png":                          "image/png",
+		"text/html; charset=utf-8":           "text/plain; charset=utf-8",
+		"text/html":                          "text/plain; charset=utf-8",
+		"image/svg+xml":                      "text/plain; charset=utf-8",
+		"application/xhtml+xml":              "text/plain; charset=utf-8",
+		"application/javascript":             "text/plain; charset=utf-8",
+		"text/xml":                           "text/plain; charset=utf-8",
+		"application/x-shockwave-flash; a=b": "application/x-shockwave-flash; a=b",
+		"TEXT/HTML":                          "application/octet-stream",
+		"text/html\r\nSet-Cookie: a":         "application/octet-stream",
+		"nonsense":                           "application/octet-stream",
+		"":                                   "application/octet-stream",
+	} {
+		if got := servedMime(in); got != want {
+			t.Errorf("servedMime(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
