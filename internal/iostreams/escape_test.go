@@ -78,7 +78,7 @@ func TestEscapeHostile(t *testing.T) {
 func TestEscapeExact(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain text\n\twith tab": "plain text\n\twith tab",
-		"héllo wörld ✓ 日本":      "héllo wörld ✓ 日本",
+		"héllo wörld ✓ 日本":       "héllo wörld ✓ 日本",
 		"\x1b]0;x\x07":           `\x1b]0;x\x07`,
 		"a\r\nb":                 "a\r\nb",
 		"a\rb":                   `a\rb`,

@@ -215,4 +215,3 @@ func around(s string, i int) string {
 	lo, hi := max(0, i-20), min(len(s), i+20)
 	return s[lo:hi]
 }
-
