@@ -435,8 +435,6 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error
 	h := w.Header()
 	h.Set("Content-Type", servedMime(a.Mime))
 	h.Set("Content-Length", strconv.Itoa(len(b)))
-	// whatever the content is, a browser that opens it runs nothing and loads nothing
-	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	h.Set("ETag", `"`+a.Hash+`"`)
 	h.Set("X-Relay-Artifact-Type", a.Type)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -488,7 +486,8 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, sp strea
 // servedMime is the Content-Type an artifact is served with: its stored mime
 // when that is well-formed and inert; content a browser would run (HTML, SVG,
 // XML, scripts) as text/plain; anything malformed as octet-stream. With
-// nosniff and Content-Disposition: attachment, no artifact renders as a page.
+// nosniff, Content-Disposition: attachment and the sandbox CSP (browserGuard),
+// no artifact renders as a page.
 func servedMime(m string) string {
 	switch {
 	case !memory.ValidMime(m):
