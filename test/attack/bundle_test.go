@@ -224,15 +224,19 @@ func TestHostileBundleContent(t *testing.T) {
 	}
 }
 
-// zeroEntry is the deflated form of n zero bytes with its CRC, computed once
-// so a bomb of many such entries costs nothing to build.
-func zeroEntry(n int) (deflated []byte, crc uint32, sum string) {
+// zeroEntry is the deflated form of n zero bytes (the last one replaced by
+// tail) with its CRC, computed once so a bomb of many such entries costs
+// nothing to build.
+func zeroEntry(n int, tail byte) (deflated []byte, crc uint32, sum string) {
 	var buf bytes.Buffer
 	fw, _ := flate.NewWriter(&buf, flate.BestCompression)
 	zeros := make([]byte, 1<<20)
 	h, c := sha256.New(), crc32.NewIEEE()
 	for left := n; left > 0; left -= len(zeros) {
 		chunk := zeros[:min(left, len(zeros))]
+		if left <= len(zeros) {
+			chunk = append(bytes.Clone(chunk[:len(chunk)-1]), tail)
+		}
 		fw.Write(chunk)
 		h.Write(chunk)
 		c.Write(chunk)
@@ -242,12 +246,14 @@ func zeroEntry(n int) (deflated []byte, crc uint32, sum string) {
 }
 
 // zipBomb builds a bundle of the fixture's metadata plus count artifacts of
-// size zero bytes each, with honest sizes and hashes; a bad event type at
-// the end makes even a fully checked import fail.
+// size zero bytes each, with honest sizes; the last artifact (in ref order)
+// does not match the hash it declares, so even an import that inflates and
+// hashes every entry ends refused and writes nothing.
 func zipBomb(t *testing.T, good []byte, count, size int) []byte {
 	t.Helper()
 	b := unpack(t, good)
-	deflated, crc, sum := zeroEntry(size)
+	deflated, crc, sum := zeroEntry(size, 0)
+	poison, poisonCRC, _ := zeroEntry(size, 1)
 	var rows bytes.Buffer
 	files, sizes := map[string]any{}, map[string]any{}
 	for n := range b.files {
@@ -255,18 +261,21 @@ func zipBomb(t *testing.T, good []byte, count, size int) []byte {
 			delete(b.files, n)
 		}
 	}
-	b.editRows(t, "events.jsonl", -1, func(r map[string]any) { r["type"] = "bomb\n" })
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for i := range count {
 		ref := fmt.Sprintf("%026x", 0xb0b0000+i)
 		name := "artifacts/" + ref
-		w, err := zw.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Deflate, CRC32: crc,
-			CompressedSize64: uint64(len(deflated)), UncompressedSize64: uint64(size)})
+		data, c := deflated, crc
+		if i == count-1 {
+			data, c = poison, poisonCRC
+		}
+		w, err := zw.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Deflate, CRC32: c,
+			CompressedSize64: uint64(len(data)), UncompressedSize64: uint64(size)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write(deflated)
+		w.Write(data)
 		files[name], sizes[name] = sum, size
 		r, _ := json.Marshal(map[string]any{"ref": ref, "type": "binary", "mime": "application/octet-stream", "name": "zeros",
 			"size": size, "hash": sum, "created_at": "2026-01-01T00:00:00Z"})
@@ -339,7 +348,7 @@ func TestZipBombImport(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			st, body := d.Do(t, "POST", "/import", bytes.NewReader(under), "Content-Type", "application/zip")
-			if st != 400 || !strings.Contains(string(body), "has type") {
+			if st != 400 || !strings.Contains(string(body), "does not match the manifest's sha256") {
 				t.Errorf("950 MB bomb: %d %s", st, body)
 			}
 		}()
