@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { parseInline, parseMarkdown, safeHref } from "../../internal/memory/server/ui/static/markdown.js";
+import { markdownSteps, parseInline, parseMarkdown, safeHref } from "../../internal/memory/server/ui/static/markdown.js";
 
 const ALLOWED = new Set(["#text", "p", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "code", "blockquote", "hr", "ul", "ol", "li", "a", "strong", "em", "del", "br", "table"]);
 
@@ -96,5 +96,53 @@ describe("parseMarkdown", () => {
     const deep = ">".repeat(5000) + " x";
     assert.doesNotThrow(() => parseMarkdown(deep));
     assert.doesNotThrow(() => parseInline("*".repeat(5000) + "x" + "*".repeat(5000)));
+  });
+});
+
+// Pathological inputs a hostile artifact can hold. Work is measured with the parser's own step
+// counter (characters visited), not a clock: linear means 8x the input costs about 8x the steps.
+describe("parseMarkdown stays linear on hostile input", () => {
+  const inputs = {
+    "*a ": (n) => "*a ".repeat(n / 3),
+    "_a ": (n) => "_a ".repeat(n / 3),
+    "**a ": (n) => "**a ".repeat(n / 4),
+    "__a ": (n) => "__a ".repeat(n / 4),
+    "~~a ": (n) => "~~a ".repeat(n / 4),
+    "*a* unclosed mix": (n) => "*a **b _c ~~d ".repeat(n / 14),
+    "[": (n) => "[".repeat(n),
+    "[a](": (n) => "[a](".repeat(n / 4),
+    "[a](b": (n) => "[a](b ".repeat(n / 6),
+    "![": (n) => "![".repeat(n / 2),
+    "backticks": (n) => "`a ``".repeat(n / 5),
+    "growing fences": (n) => { let s = ""; for (let k = 1; s.length < n; k++) s += "`".repeat(k % 50) + "a"; return s.slice(0, n); },
+    "<http://": (n) => "<http://".repeat(n / 8),
+    "\\*": (n) => "\\*a ".repeat(n / 4),
+    "nested quotes": (n) => "> ".repeat(n / 2),
+    "nested lists": (n) => "- ".repeat(n / 2),
+    "many lines of *a": (n) => "*a\n".repeat(n / 3),
+    "table pipes": (n) => "|a".repeat(n / 4) + "\n|-|\n" + "|*a ".repeat(n / 8),
+  };
+  const n = 60000;
+  for (const [name, gen] of Object.entries(inputs)) {
+    it(`${name}: 60 KB in linear work`, () => {
+      markdownSteps();
+      const nodes = parseMarkdown(gen(n / 8));
+      const small = markdownSteps();
+      parseMarkdown(gen(n));
+      const big = markdownSteps();
+      assert.ok(nodes.length > 0);
+      // generous bounds: MAX_DEPTH levels of nesting may each read the text once
+      assert.ok(big <= 25 * n, `${big} steps for ${n} bytes`);
+      assert.ok(big <= 10 * Math.max(small, 1), `8x the input took ${(big / Math.max(small, 1)).toFixed(1)}x the work (${small} -> ${big} steps)`);
+    });
+  }
+
+  it("the result is still right: *a repeated is plain text, a closed pair is emphasis", () => {
+    const plain = parseMarkdown("*a ".repeat(1000));
+    assert.equal(plain.length, 1);
+    assert.deepEqual(plain[0].c.map((x) => x.t), ["#text"]);
+    const em = parseMarkdown("x *b* y " + "*a ".repeat(1000));
+    assert.deepEqual(em[0].c.map((x) => x.t), ["#text", "em", "#text"]);
+    assert.equal(em[0].c[1].c[0].c, "b");
   });
 });

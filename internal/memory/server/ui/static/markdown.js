@@ -5,9 +5,23 @@
 
 const MAX_DEPTH = 20; // nesting bound for quotes and lists, so hostile input cannot blow the stack
 
+// Inline parsing is linear in its input: every search a delimiter, code span or link needs is
+// answered from tables built in one pass over the text (see inlineIndex), never by scanning ahead
+// again from each candidate, which made 60 KB of "*a " take seconds. steps counts the work done
+// (characters visited by loops and searches) so tests can check the bound without a clock.
+let steps = 0;
+
+/** markdownSteps returns the work counter (characters visited while parsing) and resets it. */
+export function markdownSteps() {
+  const n = steps;
+  steps = 0;
+  return n;
+}
+
 /** parseMarkdown returns block nodes: {t: tag, c: children | text, ...attrs}. */
 export function parseMarkdown(src, depth = 0) {
   const lines = String(src).replace(/\r\n?/g, "\n").split("\n");
+  steps += String(src).length; // each nesting level (at most MAX_DEPTH) reads its text once
   const out = [];
   let i = 0;
   const isBlank = (l) => /^\s*$/.test(l);
@@ -149,6 +163,7 @@ export function safeHref(url) {
 
 /** parseInline returns inline nodes for one paragraph's text. */
 export function parseInline(s, depth = 0) {
+  const ix = inlineIndex(s);
   const out = [];
   let buf = "";
   const flush = () => {
@@ -182,8 +197,9 @@ export function parseInline(s, depth = 0) {
     if (ch === "`") {
       let n = 0;
       while (s[i + n] === "`") n++;
+      steps += n;
       const fence = "`".repeat(n);
-      const end = s.indexOf(fence, i + n);
+      const end = ix.fence(n, i + n);
       if (end > 0) {
         flush();
         out.push({ t: "code", c: s.slice(i + n, end).replace(/^ (.*) $/s, "$1") });
@@ -195,7 +211,7 @@ export function parseInline(s, depth = 0) {
       continue;
     }
     if (depth < MAX_DEPTH) {
-      const emph = matchDelimited(s, i);
+      const emph = matchDelimited(s, i, ix);
       if (emph) {
         flush();
         out.push({ t: emph.tag, c: parseInline(emph.inner, depth + 1) });
@@ -203,7 +219,7 @@ export function parseInline(s, depth = 0) {
         continue;
       }
       if (ch === "[" || (ch === "!" && s[i + 1] === "[")) {
-        const link = matchLink(s, ch === "!" ? i + 1 : i);
+        const link = matchLink(s, ch === "!" ? i + 1 : i, ix);
         if (link) {
           flush();
           const href = safeHref(link.url);
@@ -221,7 +237,8 @@ export function parseInline(s, depth = 0) {
       }
     }
     if (ch === "<") {
-      const m = /^<((?:https?:\/\/|mailto:)[^\s<>]+)>/i.exec(s.slice(i));
+      AUTOLINK.lastIndex = i;
+      const m = AUTOLINK.exec(s);
       if (m) {
         flush();
         out.push({ t: "a", href: m[1], c: [text(m[1])] });
@@ -231,67 +248,117 @@ export function parseInline(s, depth = 0) {
     }
     buf += ch === "\n" ? " " : ch;
     i++;
+    steps++;
   }
   flush();
   return out;
 }
 
-function matchDelimited(s, i) {
-  for (const [d, tag] of [
-    ["**", "strong"],
-    ["__", "strong"],
-    ["~~", "del"],
-    ["*", "em"],
-    ["_", "em"],
-  ]) {
+// AUTOLINK matches <https://…> at lastIndex (sticky: no copy of the rest of the text).
+const AUTOLINK = /<((?:https?:\/\/|mailto:)[^\s<>]+)>/iy;
+
+const DELIMS = [
+  ["**", "strong"],
+  ["__", "strong"],
+  ["~~", "del"],
+  ["*", "em"],
+  ["_", "em"],
+];
+
+/**
+ * inlineIndex precomputes, lazily and once per text, what the inline parser asks about positions
+ * ahead of it: the first valid closer of each delimiter at or after a position, the bracket and
+ * parenthesis that close each opener, and which code-span fences do not occur again.
+ */
+function inlineIndex(s) {
+  const closers = new Map();
+  let brackets, parens;
+  const noFence = new Map(); // run length → position from which that fence never occurs
+  return {
+    // closer returns the first position p >= from where delimiter d can close emphasis.
+    closer(d, from) {
+      let next = closers.get(d);
+      if (!next) {
+        next = closerTable(s, d);
+        closers.set(d, next);
+      }
+      return from < next.length ? next[from] : -1;
+    },
+    bracket(i) {
+      brackets ??= matchPairs(s, "[", "]");
+      return brackets[i];
+    },
+    paren(i) {
+      parens ??= matchPairs(s, "(", ")");
+      return parens[i];
+    },
+    // fence finds n backticks at or after from (like indexOf); a miss is remembered, because
+    // searching again from further on cannot find anything either.
+    fence(n, from) {
+      const none = noFence.get(n);
+      if (none !== undefined && from >= none) return -1;
+      const fence = "`".repeat(n);
+      const end = s.indexOf(fence, from);
+      steps += (end < 0 ? s.length : end + n) - from;
+      if (end < 0) noFence.set(n, from);
+      return end;
+    },
+  };
+}
+
+// closerTable: next[p] is the smallest q >= p where d closes emphasis (its text before does not
+// end in whitespace, a single * or _ is not doubled, _ is not inside a word), or -1.
+function closerTable(s, d) {
+  const L = d.length;
+  const next = new Int32Array(s.length + 2).fill(-1);
+  let nx = -1;
+  for (let p = s.length; p >= 1; p--) {
+    if (s.startsWith(d, p) && !/\s/.test(s[p - 1]) && (L > 1 || s[p + 1] !== d) && !(d[0] === "_" && /\w/.test(s[p + L] ?? ""))) nx = p;
+    next[p] = nx;
+  }
+  next[0] = nx;
+  steps += s.length;
+  return next;
+}
+
+// matchPairs maps each open character to the close character that balances it (-1 if none),
+// skipping backslash-escaped characters, in one pass with a stack.
+function matchPairs(s, open, close) {
+  const match = new Int32Array(s.length).fill(-1);
+  const stack = [];
+  for (let k = 0; k < s.length; k++) {
+    const c = s[k];
+    if (c === "\\") {
+      k++;
+      continue;
+    }
+    if (c === open) stack.push(k);
+    else if (c === close && stack.length) match[stack.pop()] = k;
+  }
+  steps += s.length;
+  return match;
+}
+
+function matchDelimited(s, i, ix) {
+  for (const [d, tag] of DELIMS) {
     if (!s.startsWith(d, i)) continue;
     if (d.length === 1 && s[i + 1] === d) continue;
     if (d[0] === "_" && i > 0 && /\w/.test(s[i - 1])) continue; // snake_case is not emphasis
     const after = s[i + d.length];
     if (after === undefined || /\s/.test(after)) continue;
-    let j = i + d.length;
-    for (;;) {
-      const end = s.indexOf(d, j);
-      if (end < 0) break;
-      const inner = s.slice(i + d.length, end);
-      const ok =
-        inner.length > 0 &&
-        !/\s$/.test(inner) &&
-        (d.length > 1 || s[end + 1] !== d) &&
-        !(d[0] === "_" && /\w/.test(s[end + d.length] ?? ""));
-      if (ok) return { tag, inner, end: end + d.length };
-      j = end + 1;
-    }
+    // The first closer past a non-empty inner text.
+    const end = ix.closer(d, i + d.length + 1);
+    if (end >= 0) return { tag, inner: s.slice(i + d.length, end), end: end + d.length };
   }
   return null;
 }
 
-function matchLink(s, i) {
-  // [label](url "title")
-  let depth = 0;
-  let j = i;
-  for (; j < s.length; j++) {
-    if (s[j] === "\\") {
-      j++;
-      continue;
-    }
-    if (s[j] === "[") depth++;
-    else if (s[j] === "]" && --depth === 0) break;
-  }
-  if (j >= s.length || s[j + 1] !== "(") return null;
+function matchLink(s, i, ix) {
+  // [label](url "title"): the bracket that balances this one, then "(" and its balancing ")".
+  const j = ix.bracket(i);
+  if (j < 0 || s[j + 1] !== "(") return null;
   // The destination may contain balanced parentheses, e.g. (https://x/a_(b)).
-  let close = -1;
-  for (let k = j + 2, par = 0; k < s.length; k++) {
-    if (s[k] === "\\") {
-      k++;
-      continue;
-    }
-    if (s[k] === "(") par++;
-    else if (s[k] === ")" && par-- === 0) {
-      close = k;
-      break;
-    }
-  }
+  const close = ix.paren(j + 1);
   if (close < 0) return null;
   const target = s.slice(j + 2, close).trim();
   const url = target.split(/\s+/)[0].replace(/^<(.*)>$/, "$1");
