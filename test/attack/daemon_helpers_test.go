@@ -215,3 +215,5 @@ func around(s string, i int) string {
 	lo, hi := max(0, i-20), min(len(s), i+20)
 	return s[lo:hi]
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
