@@ -78,3 +78,16 @@ func (e *ExistsError) Error() string {
 	}
 	return fmt.Sprintf("thread %s already exists; import a copy with --as-new", e.ID)
 }
+
+// CorruptError says stored data cannot be read back (e.g. a state snapshot that is
+// not a state document). It is the data's fault, not a request's or the server's.
+type CorruptError struct {
+	ThreadID string
+	Msg      string
+	Err      error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("thread %s cannot be read: %s; export what still reads and start a new thread", e.ThreadID, e.Msg)
+}
+func (e *CorruptError) Unwrap() error { return e.Err }

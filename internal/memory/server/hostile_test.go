@@ -3,8 +3,13 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"database/sql"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // TestSSEFrameCannotBeForged: whatever an event's type, id or data hold, a
@@ -73,6 +78,38 @@ func TestServedMime(t *testing.T) {
 	} {
 		if got := servedMime(in); got != want {
 			t.Errorf("servedMime(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCorruptStateReadsAreNot500: a store that already holds a snapshot of []
+// or null (imported before bundles were validated) answers reads of that
+// thread with a 422 that names the thread, never a 500, and other threads
+// read as before.
+func TestCorruptStateReadsAreNot500(t *testing.T) {
+	for _, doc := range []string{`[]`, `null`, `"x"`, `{}`} {
+		a := newTestAPI(t, "tok")
+		ctx := context.Background()
+		bad, err := a.store.CreateThread(ctx, memory.CreateThreadParams{Name: "bad"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		good, _ := a.store.CreateThread(ctx, memory.CreateThreadParams{Name: "good"})
+		if err := a.store.WriteTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE state_snapshots SET doc = ? WHERE thread_id = ?`, []byte(doc), bad.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		a.store.Forget(bad.ID)
+		for _, p := range []string{"/state", "/state/header", "/state?version=1"} {
+			st, _, body := a.do("GET", "/threads/"+bad.ID+p, "", nil)
+			if st != http.StatusUnprocessableEntity || !strings.Contains(string(body), "corrupt_state") || !strings.Contains(string(body), bad.ID) {
+				t.Errorf("snapshot %s: GET %s: %d %s", doc, p, st, body)
+			}
+		}
+		if st, _, body := a.do("GET", "/threads/"+good.ID+"/state", "", nil); st != 200 {
+			t.Errorf("the other thread: %d %s", st, body)
 		}
 	}
 }

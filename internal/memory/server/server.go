@@ -183,6 +183,7 @@ func toAPIError(err error) *apiError {
 	var ce *memory.ConflictError
 	var ie *memory.InvalidError
 	var tl *memory.TooLargeError
+	var co *memory.CorruptError
 	var mb *http.MaxBytesError
 	switch {
 	case errors.As(err, &ae):
@@ -205,6 +206,9 @@ func toAPIError(err error) *apiError {
 			e.Extra = map[string]any{"op": ie.Op, "path": ie.Path}
 		}
 		return e
+	case errors.As(err, &co):
+		// unreadable stored data is not a server failure: say which thread and what
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: "corrupt_state", Msg: co.Error()}
 	case errors.As(err, &tl):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Msg: tl.Error(), Extra: map[string]any{"limit": tl.Limit}}
 	}

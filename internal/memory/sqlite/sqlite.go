@@ -550,7 +550,7 @@ func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *
 		return nil, nil, 0, 0, fmt.Errorf("read state snapshot of thread %s: %w", id, err)
 	}
 	if st, err = statedoc.Parse(doc); err != nil {
-		return nil, nil, 0, 0, fmt.Errorf("read state snapshot v%d of thread %s: %w", snapV, id, err)
+		return nil, nil, 0, 0, &memory.CorruptError{ThreadID: id, Msg: fmt.Sprintf("state snapshot v%d is not a valid state document", snapV), Err: err}
 	}
 	if snapV == v {
 		return st, doc, snapV, 0, nil
@@ -569,11 +569,11 @@ func (s *SQLite) rebuild(ctx context.Context, q querier, id string, v int) (st *
 			return nil, nil, 0, 0, err
 		}
 		if ver != next {
-			return nil, nil, 0, 0, fmt.Errorf("state history of thread %s has a gap at v%d", id, next)
+			return nil, nil, 0, 0, &memory.CorruptError{ThreadID: id, Msg: fmt.Sprintf("state history has a gap at v%d", next)}
 		}
 		patchBytes += len(patch)
 		if st, err = st.Patch(patch, ver, memory.ParseTime(at).Time); err != nil {
-			return nil, nil, 0, 0, fmt.Errorf("replay v%d of thread %s: %w", ver, id, err)
+			return nil, nil, 0, 0, &memory.CorruptError{ThreadID: id, Msg: fmt.Sprintf("state v%d does not apply to v%d", ver, ver-1), Err: err}
 		}
 		next++
 	}
