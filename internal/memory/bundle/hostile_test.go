@@ -90,12 +90,21 @@ func setArtifact(t *testing.T, key string, v any) func(map[string][]byte, *Manif
 	}
 }
 
-// setSnapshot replaces the doc of the first (last: the last) snapshot.
+// setSnapshot replaces the doc of the first (last: the last) snapshot; with
+// last and a single snapshot, it adds one at the thread's current version.
 func setSnapshot(t *testing.T, last bool, doc string) func(map[string][]byte, *Manifest) {
 	return func(f map[string][]byte, _ *Manifest) {
 		n := bytes.Count(bytes.TrimSpace(f[fSnapshots]), []byte("\n")) + 1
 		if n < 2 && last {
-			t.Fatal("the test bundle needs two snapshots")
+			var th struct {
+				Version int `json:"version"`
+			}
+			if err := json.Unmarshal(f[fThread], &th); err != nil || th.Version < 2 {
+				panic(fmt.Sprintf("the test thread needs two versions: %v", err))
+			}
+			row, _ := json.Marshal(map[string]any{"version": th.Version, "doc": json.RawMessage(doc)})
+			f[fSnapshots] = append(append(bytes.TrimSpace(f[fSnapshots]), '\n'), append(row, '\n')...)
+			return
 		}
 		f[fSnapshots] = editLines(t, f[fSnapshots], func(i int, r map[string]any) {
 			if i == 0 && !last || i == n-1 && last {
