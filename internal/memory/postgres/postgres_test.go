@@ -429,3 +429,56 @@ func sameSet(a, b []string) bool {
 	}
 	return true
 }
+
+// When the listening connection is killed, the store reconnects and wakes its followers, so
+// an event written meanwhile through another daemon is still seen.
+func TestListenerReconnects(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	a := open(t, url, postgres.Options{})
+	b := open(t, url, postgres.Options{})
+	th, _ := b.CreateThread(ctx, memory.CreateThreadParams{})
+	wake, cancel := a.Subscribe(th.ID)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var killed int
+	if err := c.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&killed); err != nil || killed != 2 {
+		t.Fatalf("terminated %d listening connections (%v), want the two stores'", killed, err)
+	}
+	ev, err := b.AppendEvent(ctx, th.ID, "after.reconnect", map[string]int{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatal("the follower on the store whose listener was killed never saw the event")
+		}
+		evs, err := a.Events(ctx, th.ID, ev.ID-1, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 1 && evs[0].Type == "after.reconnect" {
+			break
+		}
+	}
+	// Listening again: a later event wakes the follower by notification.
+	for {
+		var n int
+		c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND state = 'idle'`).Scan(&n)
+		if n == 2 {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("%d stores listening again after 20s", n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
