@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -84,17 +85,19 @@ type ImportOptions struct {
 	Client func() (*client.Client, error)
 	File   string
 	AsNew  bool
+	Name   string
 	JSON   bool
 }
 
 func newCmdImport(f *Factory) *cobra.Command {
 	opts := &ImportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
-		Use:   "import <bundle.zip> [--as-new]",
+		Use:   "import <bundle.zip> [--as-new [--name NAME]]",
 		Short: "Import a thread bundle made by relay export",
 		Long: `Import a bundle made by relay export. The thread keeps its id, refs, hashes, versions
 and events. A thread that already exists is refused unless --as-new, which imports a copy under
-a new thread id with new artifact refs. Unsafe bundles (paths with .., absolute paths, links,
+a new thread id with new artifact refs, named --name or, by default, the thread's name made
+unique ("demo (2)", the next free number) so the name still finds one thread. Unsafe bundles (paths with .., absolute paths, links,
 oversized entries, hashes that do not match) are refused and nothing is written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -103,6 +106,7 @@ oversized entries, hashes that do not match) are refused and nothing is written.
 		},
 	}
 	cmd.Flags().BoolVar(&opts.AsNew, "as-new", false, "import as a new thread with new ids")
+	cmd.Flags().StringVar(&opts.Name, "name", "", "with --as-new: the copy's name (default: the thread's name with the next free \"(n)\")")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the import result as JSON")
 	return cmd
 }
@@ -117,7 +121,10 @@ func importRun(ctx context.Context, opts *ImportOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.Import(ctx, fh, opts.AsNew)
+	if opts.Name != "" && !opts.AsNew {
+		return WithHint(Usagef("--name names a copy; it needs --as-new"), "relay import "+opts.File+" --as-new --name "+strconv.Quote(opts.Name))
+	}
+	res, err := c.Import(ctx, fh, opts.AsNew, opts.Name)
 	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Code == "thread_exists" {
@@ -128,6 +135,10 @@ func importRun(ctx context.Context, opts *ImportOptions) error {
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, res)
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "imported %d versions, %d artifacts, %d events\n", res.Versions, res.Artifacts, res.Events)
+	fmt.Fprintf(opts.IO.ErrOut, "imported %d versions, %d artifacts, %d events", res.Versions, res.Artifacts, res.Events)
+	if res.Name != "" {
+		fmt.Fprintf(opts.IO.ErrOut, " as thread %q", res.Name)
+	}
+	fmt.Fprintln(opts.IO.ErrOut)
 	return printKV(&Factory{IO: opts.IO}, "thread_id", res.ThreadID)
 }

@@ -124,6 +124,10 @@ type ThreadDump struct {
 	Artifacts []ArtifactRecord
 	Events    []EventRecord
 	Calls     []CapabilityCall
+	// FreeName makes ImportThread take the first free "name (2)", "name (3)", … when another
+	// thread already has Thread.Name (a copy must not make the name ambiguous); Thread.Name
+	// is then the name used.
+	FreeName bool `json:"-"`
 }
 
 // ThreadRecord is a thread's row.

@@ -153,14 +153,17 @@ func putLines[T any](put func(string, []byte) error, m *Manifest, name string, r
 
 // ImportOptions control Import.
 type ImportOptions struct {
-	// AsNew imports under a fresh thread id and fresh artifact refs.
+	// AsNew imports under a fresh thread id and fresh artifact refs, named Name, or by
+	// default the thread's name made unique ("demo (2)").
 	AsNew bool
+	Name  string
 }
 
 // ImportResult describes an import.
 type ImportResult struct {
 	ThreadID     string            `json:"thread_id"`
 	FromThreadID string            `json:"from_thread_id"`
+	Name         string            `json:"name"`
 	AsNew        bool              `json:"as_new"`
 	Versions     int               `json:"versions"`
 	Artifacts    int               `json:"artifacts"`
@@ -278,6 +281,13 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 
 	d := &memory.ThreadDump{Thread: th, Versions: versions, Snapshots: snaps, Events: events, Calls: calls}
 	d.Thread.ID = res.ThreadID
+	if opt.AsNew {
+		if opt.Name != "" {
+			d.Thread.Name = opt.Name
+		} else {
+			d.FreeName = true
+		}
+	}
 	// Contents are inflated one at a time as the store writes them.
 	fromRef := make(map[string]string, len(arts))
 	for _, a := range arts {
@@ -313,6 +323,7 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 	if err := db.ImportThread(ctx, d, content); err != nil {
 		return nil, err
 	}
+	res.Name = d.Thread.Name
 	return res, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 )
 
 // CapabilityInfo is one entry of GET /cap/list.
@@ -91,6 +92,7 @@ func (c *Client) Export(ctx context.Context, id string) (zip io.ReadCloser, leng
 type ImportResult struct {
 	ThreadID     string            `json:"thread_id"`
 	FromThreadID string            `json:"from_thread_id"`
+	Name         string            `json:"name"`
 	AsNew        bool              `json:"as_new"`
 	Versions     int               `json:"versions"`
 	Artifacts    int               `json:"artifacts"`
@@ -98,11 +100,15 @@ type ImportResult struct {
 	RefMap       map[string]string `json:"ref_map,omitempty"`
 }
 
-// Import calls POST /import with a bundle zip; asNew imports a copy under fresh ids.
-func (c *Client) Import(ctx context.Context, zip io.Reader, asNew bool) (ImportResult, error) {
+// Import calls POST /import with a bundle zip; asNew imports a copy under fresh ids, named
+// name (or, when name is "", the thread's name made unique: "demo (2)").
+func (c *Client) Import(ctx context.Context, zip io.Reader, asNew bool, name string) (ImportResult, error) {
 	path := "/import"
 	if asNew {
 		path += "?as_new=1"
+		if name != "" {
+			path += "&name=" + url.QueryEscape(name)
+		}
 	}
 	var out ImportResult
 	err := c.doJSON(ctx, Request{Method: http.MethodPost, Path: path, Body: zip, Type: "application/zip"}, &out)

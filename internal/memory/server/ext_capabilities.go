@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -356,6 +357,14 @@ const MaxImportBody = MaxArtifactJSON
 var importSlots = make(chan struct{}, 2)
 
 func (x *capExt) handleImport(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	asNew, name := q.Get("as_new"), q.Get("name")
+	if name != "" && (asNew != "1" && asNew != "true") {
+		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Msg: "name renames only a copy; pass as_new=1 with it"}
+	}
+	if len([]rune(name)) > memory.MaxNameLen || strings.ContainsAny(name, "\x00\n\r") {
+		return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Msg: fmt.Sprintf("name must be at most %d characters on one line", memory.MaxNameLen)}
+	}
 	// The zip is spooled to a temp file, not held in memory; the import then
 	// inflates one entry at a time. At most two imports run at once.
 	tmp, err := os.CreateTemp("", "relay-import-*.zip")
@@ -374,8 +383,7 @@ func (x *capExt) handleImport(w http.ResponseWriter, r *http.Request) error {
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
-	asNew := r.URL.Query().Get("as_new")
-	res, err := bundle.Import(r.Context(), x.s.store, tmp, size, bundle.ImportOptions{AsNew: asNew == "1" || asNew == "true"})
+	res, err := bundle.Import(r.Context(), x.s.store, tmp, size, bundle.ImportOptions{AsNew: asNew == "1" || asNew == "true", Name: name})
 	var ue *bundle.UnsafeError
 	var ee *bundle.ExistsError
 	switch {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 
 	"github.com/relaydev/relay/internal/memory"
 )
@@ -128,6 +130,13 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 			}
 			evMap[e.ID], lastID = eid, eid
 		}
+		if d.FreeName && d.Thread.Name != "" {
+			name, err := freeName(ctx, tx, d.Thread.Name)
+			if err != nil {
+				return err
+			}
+			d.Thread.Name = name
+		}
 		th := d.Thread
 		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version, artifact_count, event_count, last_event_id, cache_hits, tokens_avoided) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 			id, th.Name, th.CreatedAt, th.UpdatedAt, th.Version, len(d.Artifacts), len(d.Events), lastID, th.CacheHits, th.TokensAvoided); err != nil {
@@ -175,3 +184,26 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 	s.idx.wake()
 	return nil
 }
+
+// freeName is name when no thread has it, else the first of "name (2)", "name (3)", … that
+// none has; it runs in the import's write transaction, so two imports cannot both take one.
+func freeName(ctx context.Context, tx *sql.Tx, name string) (string, error) {
+	base, n := name, 1
+	if m := copySuffix.FindStringSubmatch(name); m != nil { // a copy of "demo (2)" is "demo (3)"
+		base = m[1]
+		n, _ = strconv.Atoi(m[2])
+	}
+	for cand := name; ; {
+		var taken int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE name = ?`, cand).Scan(&taken); err != nil {
+			return "", fmt.Errorf("look up thread name: %w", err)
+		}
+		if taken == 0 {
+			return cand, nil
+		}
+		n++
+		cand = fmt.Sprintf("%s (%d)", base, n)
+	}
+}
+
+var copySuffix = regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`)
