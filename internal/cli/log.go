@@ -88,23 +88,33 @@ func logRun(opts *LogOptions) error {
 	return nil
 }
 
+// printLogField prints "Label: text" on one line; a multi-line text goes under "Label:",
+// every line indented two spaces like the Changes list.
+func printLogField(w io.Writer, label, text string) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) == 1 {
+		fmt.Fprintf(w, "%s: %s\n", label, field(text))
+		return
+	}
+	fmt.Fprintf(w, "%s:\n", label)
+	for _, l := range lines {
+		if l = strings.TrimRight(l, " \t\r"); l == "" {
+			fmt.Fprintln(w)
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n", field(l))
+	}
+}
+
 func printLogEntry(w io.Writer, e logEntry) {
 	fmt.Fprintf(w, "UUID: %s\n", e.UUID)
 	fmt.Fprintf(w, "Date: %s\n", e.CreatedAt.Local().Format("2006-01-02 15:04:05 MST"))
-	if e.PromptSummary != "" {
-		fmt.Fprintf(w, "Prompt Summary: %s\n", field(e.PromptSummary))
-	}
-	if e.GitCommitMsg != "" {
-		lines := strings.Split(strings.TrimSpace(e.GitCommitMsg), "\n")
-		fmt.Fprintf(w, "Git Commit: %s\n", field(lines[0]))
-		for _, l := range lines[1:] {
-			if strings.TrimSpace(l) == "" {
-				fmt.Fprintln(w)
-				continue
-			}
-			fmt.Fprintf(w, "            %s\n", field(l))
-		}
-	}
+	printLogField(w, "Prompt Summary", e.PromptSummary)
+	printLogField(w, "Git Commit", e.GitCommitMsg)
 	if e.RevertOf != "" {
 		fmt.Fprintf(w, "Reverts: %s\n", field(e.RevertOf))
 	}
