@@ -366,3 +366,30 @@ func zipOfF(entries map[string][]byte) []byte {
 	zw.Close()
 	return buf.Bytes()
 }
+
+// Every entry, manifest.json included, is dated when the export ran (an entry without a
+// date shows as 1980-00-00 in unzip -l).
+func TestExportEntryDates(t *testing.T) {
+	st := open(t)
+	id := fill(t, st)
+	before := time.Now().Add(-2 * time.Second) // DOS times have 2 s resolution
+	var buf bytes.Buffer
+	if _, err := Export(context.Background(), st, id, "test", &buf); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Add(2 * time.Second)
+	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawManifest := false
+	for _, f := range zr.File {
+		sawManifest = sawManifest || f.Name == fManifest
+		if m := f.Modified; m.Before(before) || m.After(after) {
+			t.Errorf("%s is dated %v, want the export time (between %v and %v)", f.Name, m, before, after)
+		}
+	}
+	if !sawManifest {
+		t.Fatal("no manifest.json in the export")
+	}
+}
