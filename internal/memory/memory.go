@@ -182,7 +182,10 @@ type ListArtifactsOptions struct {
 
 // Event is one entry of a thread's append-only log.
 type Event struct {
-	ID       int64           `json:"id"`
+	ID int64 `json:"id"` // store-wide, increasing: the SSE cursor (?after=, Last-Event-ID)
+	// Seq is the event's position in its thread, from 1: what people number events by
+	// (ids are shared by all threads). Set by Store.Events; zero (omitted) elsewhere.
+	Seq      int64           `json:"seq,omitempty"`
 	ThreadID string          `json:"thread_id"`
 	Type     string          `json:"type"`
 	At       Time            `json:"at"`

@@ -261,6 +261,9 @@ describe("web UI in Chromium", () => {
     assert.match(await fresh.innerText(), /v6/);
     assert.match(await fresh.innerText(), /ui-test/);
     assert.equal(await timeline.getByTestId("event").count(), before + 1);
+    // Numbered within the thread (1, 2, 3…), not by the store-wide id.
+    assert.equal(await fresh.locator(".eid").innerText(), `#${before + 1}`);
+    assert.equal(await timeline.getByTestId("event").last().locator(".eid").innerText(), "#1");
     // Newest first.
     assert.equal(await timeline.getByTestId("event").first().getAttribute("data-id"), String(r.event_id));
     // The header figures follow.

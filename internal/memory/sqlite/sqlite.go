@@ -1082,6 +1082,14 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 	if limit <= 0 {
 		limit = 100
 	}
+	// Events are never deleted, so an event's seq is how many of its thread's events have an
+	// id up to its own: one index count for the first, then consecutive.
+	var seq int64
+	if after > 0 {
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE thread_id = ? AND id <= ?`, id, after).Scan(&seq); err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, type, at, data FROM events WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?`, id, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
@@ -1095,7 +1103,8 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 		if err := rows.Scan(&e.ID, &e.Type, &at, &data); err != nil {
 			return nil, err
 		}
-		e.ThreadID, e.At, e.Data = id, memory.ParseTime(at), data
+		seq++
+		e.ThreadID, e.At, e.Data, e.Seq = id, memory.ParseTime(at), data, seq
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

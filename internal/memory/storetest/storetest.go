@@ -228,6 +228,37 @@ func testEvents(t *testing.T, st memory.Store) {
 	if err != nil || len(all) < 2 || all[0].Type != memory.EventThreadCreated {
 		t.Fatalf("the log does not start with %s: %+v, %v", memory.EventThreadCreated, all, err)
 	}
+
+	// seq numbers a thread's events 1, 2, 3… whatever other threads do in between, from
+	// any cursor (ids are store-wide).
+	other, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := st.AppendEvent(ctx, other.ID, "test.other", map[string]any{"n": i}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AppendEvent(ctx, th.ID, "test.more", map[string]any{"n": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err = st.Events(ctx, th.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range all {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d (id %d) has seq %d, want %d", i, e.ID, e.Seq, i+1)
+		}
+	}
+	tail, err := st.Events(ctx, th.ID, all[2].ID, 2)
+	if err != nil || len(tail) != 2 || tail[0].Seq != 4 || tail[1].Seq != 5 {
+		t.Fatalf("events after the third: %+v, %v (want seq 4 and 5)", tail, err)
+	}
+	if evs, err := st.Events(ctx, other.ID, 0, 100); err != nil || len(evs) != 4 || evs[3].Seq != 4 {
+		t.Fatalf("the other thread's events: %+v, %v (want seq 1-4)", evs, err)
+	}
 }
 
 func testCapabilityCache(t *testing.T, st memory.Store) {

@@ -256,7 +256,10 @@ class RelayClient:
     # -- events -------------------------------------------------------------------
 
     def events(self, thread_id: str, after: int = 0, limit: int = 100) -> List[JSON]:
-        """Stored events with id greater than ``after``, oldest first."""
+        """Stored events with id greater than ``after``, oldest first.
+
+        Each has ``id`` (store-wide, the cursor for ``after``) and ``seq``, its position in
+        the thread from 1 (what to number events by; absent from older daemons)."""
         return self._request("GET", f"/threads/{self._q(thread_id)}/events",
                              query={"after": after, "limit": limit})["events"]
 

@@ -162,7 +162,10 @@ export interface Artifact {
     deduplicated?: boolean;
 }
 export interface RelayEvent {
+    /** Store-wide and increasing: the cursor for `after` and SSE reconnects. */
     id: number;
+    /** Position in its thread, from 1 (absent from daemons older than this field). */
+    seq?: number;
     thread_id: string;
     type: string;
     at: string;

@@ -128,7 +128,10 @@ export interface Artifact {
 }
 
 export interface RelayEvent {
+  /** Store-wide and increasing: the cursor for `after` and SSE reconnects. */
   id: number;
+  /** Position in its thread, from 1 (absent from daemons older than this field). */
+  seq?: number;
   thread_id: string;
   type: string;
   at: string;

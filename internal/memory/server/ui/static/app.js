@@ -796,8 +796,9 @@ function eventSummary(ev, ctxId) {
 function eventRow(ev, ctxId, fresh) {
   return h(
     "li",
-    { class: `event ${fresh ? "fresh" : ""}`, "data-testid": "event", "data-type": ev.type, "data-id": ev.id },
-    h("span", { class: "eid mono muted" }, `#${ev.id}`),
+    { class: `event ${fresh ? "fresh" : ""}`, "data-testid": "event", "data-type": ev.type, "data-id": ev.id, "data-seq": ev.seq },
+    // Numbered within the thread (seq); ids are store-wide, so #33 could follow #14.
+    h("span", { class: "eid mono muted", title: `event id ${ev.id}` }, `#${ev.seq ?? ev.id}`),
     h("span", { class: `etype t-${ev.type.replace(/\W/g, "-")}` }, ev.type),
     h("span", { class: "esum" }, eventSummary(ev, ctxId)),
     h("span", { class: "etime muted" }, timeEl(ev.at)),
