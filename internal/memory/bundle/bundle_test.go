@@ -196,8 +196,15 @@ func TestImportExistingNeedsAsNew(t *testing.T) {
 		t.Fatalf("res = %+v", res)
 	}
 	cp := take(t, st, res.ThreadID)
-	if len(cp.States) != len(before.States) || len(cp.Artifacts) != 2 || cp.Thread.Name != "exported" {
-		t.Fatalf("copy = %+v", cp.Thread)
+	if len(cp.States) != len(before.States) || len(cp.Artifacts) != 2 || cp.Thread.Name != "exported (2)" || res.Name != "exported (2)" {
+		t.Fatalf("copy = %+v (named %q)", cp.Thread, res.Name)
+	}
+	// Copies take the next free name, also of a copy; --name is used as given.
+	for _, tt := range []struct{ name, want string }{{"", "exported (3)"}, {"mine", "mine"}} {
+		r, err := Import(context.Background(), st, bytes.NewReader(zipb), int64(len(zipb)), ImportOptions{AsNew: true, Name: tt.name})
+		if err != nil || r.Name != tt.want {
+			t.Fatalf("copy named %q: %+v, %v (want %q)", tt.name, r, err, tt.want)
+		}
 	}
 	for i, a := range before.Artifacts {
 		got := cp.Artifacts[i]
