@@ -334,6 +334,30 @@ describe("web UI in Chromium", () => {
     await page.setViewportSize({ width: 1360, height: 900 });
   });
 
+  it("keeps every tab reachable on a 420 px screen", async () => {
+    await page.setViewportSize({ width: 420, height: 860 });
+    try {
+      await page.goto(`${d.url}/ui/#/t/${tid}/overview`);
+      await page.getByTestId("savings").waitFor();
+      // Nothing sticks out of the page sideways, and no tab is cut off: the strip wraps,
+      // so every tab lies wholly on the screen without hidden scrolling.
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), "the page scrolls sideways at 420 px");
+      for (const tab of await page.locator("nav.tabs a").all()) {
+        const b = await tab.boundingBox();
+        assert.ok(b.x >= 0 && b.x + b.width <= 420, `the ${await tab.innerText()} tab is cut off at 420 px (${b.x}..${b.x + b.width})`);
+      }
+      await page.getByTestId("tab-events").click();
+      const first = page.getByTestId("timeline").getByTestId("event").first();
+      await first.waitFor();
+      // An event row stays a row: its summary is not squeezed into a column of letters.
+      const row = await first.boundingBox();
+      assert.ok(row.height < 200, `an event row is ${row.height} px tall at 420 px`);
+      await shot("12-events-narrow");
+    } finally {
+      await page.setViewportSize({ width: 1360, height: 900 });
+    }
+  });
+
   it("never asks for a token when the daemon has none", async () => {
     const open = await (await Daemon.create("")).start();
     const p2 = await ctx.newPage();
