@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relaydev/relay/internal/testcorpus"
+
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
 )
@@ -18,7 +20,7 @@ import (
 func TestApplyRelaycodeE2ECorpus(t *testing.T) {
 	corpus := findCorpus()
 	if corpus == "" {
-		t.Skip("corpus not found: ../shared/corpus beside the repository")
+		testcorpus.Skip(t, "corpus")
 	}
 	root := filepath.Join(corpus, "patch", "relaycode-e2e")
 	cases, err := os.ReadDir(root)

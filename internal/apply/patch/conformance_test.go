@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/relaydev/relay/internal/testcorpus"
 )
 
 // corpusRoot finds ../shared/corpus/patch beside the repository checkout.
@@ -26,7 +28,7 @@ func corpusRoot(t testing.TB) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("corpus not found: shared/corpus/patch beside the checkout")
+			testcorpus.Skip(t, "corpus/patch")
 		}
 		dir = parent
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/relaydev/relay/internal/testcorpus"
 )
 
 // historyCase is one file changed by one real transaction: the file before,
@@ -132,7 +134,7 @@ func TestHistoryAccuracy(t *testing.T) {
 	root := corpusRoot(t)
 	dirs, _ := filepath.Glob(filepath.Join(root, "history-*"))
 	if len(dirs) == 0 {
-		t.Skip("no history-* corpus in " + root)
+		testcorpus.Skip(t, "corpus/patch/history-*")
 	}
 	for _, dir := range dirs {
 		// history-dev is the corpus relay is held to; any other history-* corpus

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/relaydev/relay/internal/testcorpus"
 )
 
 // The replace strategy for TypeScript is exactly the plaintext block of seed 003 (whose
@@ -13,7 +15,7 @@ import (
 func TestInitMessageMatchesSeed(t *testing.T) {
 	matches, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "seeds", "003_*.txt"))
 	if len(matches) == 0 {
-		t.Skip("seed 003 not found beside the repository (../shared/seeds)")
+		testcorpus.Skip(t, "seeds")
 	}
 	data, err := os.ReadFile(matches[0])
 	if err != nil {

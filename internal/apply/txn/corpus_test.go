@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relaydev/relay/internal/testcorpus"
+
 	"github.com/relaydev/relay/internal/apply/patch"
 )
 
@@ -24,7 +26,7 @@ func findCorpus(t *testing.T) string {
 			}
 		}
 	}
-	t.Skip("corpus not found: ../shared/corpus beside the repository")
+	testcorpus.Skip(t, "corpus")
 	return ""
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/relaydev/relay/internal/testcorpus"
 )
 
 // findCorpus walks up from the working directory to shared/corpus/json-patch, which sits
@@ -33,7 +35,7 @@ func corpusDir(t testing.TB) string {
 	t.Helper()
 	dir, ok := findCorpus()
 	if !ok {
-		t.Skip("corpus not found: shared/corpus/json-patch beside the repository")
+		testcorpus.Skip(t, "corpus/json-patch")
 	}
 	return dir
 }
