@@ -15,15 +15,22 @@ install:
 
 # The whole suite: Go (unit, conformance, fuzz seeds, testscript end to end) with
 # the race detector, then the SDK, web UI and real-CLI tiers, which skip with a
-# message when their tools are missing (.ci/run installs them).
-test: test-go test-sdk
+# message when their tools are missing (.ci/run installs them). Both run even
+# when the first fails, so one run reports every failure.
+test:
+	@st=0; $(MAKE) --no-print-directory test-go || st=1; $(MAKE) --no-print-directory test-sdk || st=1; exit $$st
 
 # The real-CLI tier of relay ask runs when scripts/install-friend-clis.sh has
-# installed codex, gemini, claude and qwen under .cache/friend-clis.
+# installed codex, gemini, claude and qwen under .cache/friend-clis. Tests whose
+# shared conformance data (../shared) is missing skip; go test hides that for
+# passing packages, so they log it to $$RELAY_SKIP_LOG and one line sums it up.
 test-go:
 	@if [ -x .cache/friend-clis/node_modules/.bin/codex ]; then export RELAY_REAL_CLIS=1; \
 	  else echo "note: friend CLIs not installed (scripts/install-friend-clis.sh); the real-CLI tier of relay ask is skipped"; fi; \
-	  $(GO) test -race -count=1 -timeout 30m ./...
+	  skips=$$(mktemp); export RELAY_SKIP_LOG=$$skips; \
+	  $(GO) test -race -count=1 -timeout 30m ./...; st=$$?; \
+	  if [ -s $$skips ]; then echo "note: $$(wc -l < $$skips) conformance tests skipped: ../shared/$$(cut -f1 $$skips | sort -u | paste -sd, - | sed 's/,/, ..\/shared\//g') not found beside the repository"; fi; \
+	  rm -f $$skips; exit $$st
 
 test-sdk:
 	@if [ -x scripts/test-sdk.sh ]; then scripts/test-sdk.sh; fi
