@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -173,6 +175,13 @@ func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content 
 				return &memory.ExistsError{What: "artifact", ID: a.Ref}
 			}
 		}
+		if d.FreeName && d.Thread.Name != "" {
+			name, err := freeName(ctx, tx, d.Thread.Name)
+			if err != nil {
+				return err
+			}
+			d.Thread.Name = name
+		}
 		th := d.Thread
 		snapV := 1
 		for _, sn := range d.Snapshots {
@@ -241,3 +250,30 @@ func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content 
 		return nil
 	})
 }
+
+// freeName is name when no thread has it, else the first of "name (2)", "name (3)", … that
+// none has. Names are not unique in the schema, so concurrent imports of one name (through
+// any daemon) take a transaction lock on it first.
+func freeName(ctx context.Context, tx pgx.Tx, name string) (string, error) {
+	base, n := name, 1
+	if m := copySuffix.FindStringSubmatch(name); m != nil { // a copy of "demo (2)" is "demo (3)"
+		base = m[1]
+		n, _ = strconv.Atoi(m[2])
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('relay thread name ' || $1))`, base); err != nil {
+		return "", fmt.Errorf("lock thread name: %w", err)
+	}
+	for cand := name; ; {
+		var taken int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM threads WHERE name = $1`, cand).Scan(&taken); err != nil {
+			return "", fmt.Errorf("look up thread name: %w", err)
+		}
+		if taken == 0 {
+			return cand, nil
+		}
+		n++
+		cand = fmt.Sprintf("%s (%d)", base, n)
+	}
+}
+
+var copySuffix = regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`)

@@ -726,6 +726,14 @@ func (s *Store) Events(ctx context.Context, id string, after int64, limit int) (
 	if limit <= 0 {
 		limit = 100
 	}
+	// Events are never deleted and a thread's writes are serialised on its row, so an
+	// event's seq is how many of its thread's events have an id up to its own.
+	var seq int64
+	if after > 0 {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE thread_id = $1 AND id <= $2`, id, after).Scan(&seq); err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+	}
 	rows, err := s.pool.Query(ctx, `SELECT id, type, at, data FROM events WHERE thread_id = $1 AND id > $2 ORDER BY id LIMIT $3`, id, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
@@ -739,7 +747,8 @@ func (s *Store) Events(ctx context.Context, id string, after int64, limit int) (
 		if err := rows.Scan(&e.ID, &e.Type, &at, &data); err != nil {
 			return nil, err
 		}
-		e.ThreadID, e.At, e.Data = id, memory.Time{Time: at.UTC()}, data
+		seq++
+		e.ThreadID, e.At, e.Data, e.Seq = id, memory.Time{Time: at.UTC()}, data, seq
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

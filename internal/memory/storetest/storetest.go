@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -393,6 +395,23 @@ func testDump(t *testing.T, st memory.Store) {
 	var ee *memory.ExistsError
 	if err := st.ImportThread(ctx, dump, func(ref string) ([]byte, error) { return contents[ref], nil }); !errors.As(err, &ee) {
 		t.Fatalf("importing over itself: err = %v, want *memory.ExistsError", err)
+	}
+
+	// A copy under a new id with FreeName takes the next free "name (n)".
+	plain := newThread(t, st, "copied")
+	var pd *memory.ThreadDump
+	if err := st.ExportThread(ctx, plain.ID, func(d *memory.ThreadDump, _ func(string) ([]byte, error)) error { pd = d; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"copied (2)", "copied (3)"} {
+		cp := *pd
+		cp.Thread.ID, cp.FreeName = uuid.NewString(), true
+		if err := st.ImportThread(ctx, &cp, map[string][]byte{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.GetThread(ctx, cp.Thread.ID); err != nil || got.Name != want || cp.Thread.Name != want {
+			t.Fatalf("copy named %q / %q (%v), want %q", got.Name, cp.Thread.Name, err, want)
+		}
 	}
 }
 
