@@ -2,6 +2,7 @@ package iostreams
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -161,4 +162,24 @@ func FuzzEscape(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A copy of the streams that points stdout elsewhere keeps that choice when
+// its terminal flags change (relay mcp sends relay up's output to stderr).
+func TestSetTTYKeepsReassignedStreams(t *testing.T) {
+	ios, _, out, errOut := Test()
+	ios.SetTTY(false, true, true)
+	cp := *ios
+	cp.Out = cp.ErrOut
+	cp.SetTTY(false, false, false)
+	fmt.Fprint(cp.Out, "to stderr\x1b")
+	if out.Len() != 0 || errOut.String() != "to stderr\x1b" {
+		t.Fatalf("stdout %q, stderr %q", out, errOut)
+	}
+	cp.SetTTY(false, true, true)
+	fmt.Fprint(cp.Out, "\x1b")
+	cp.Flush()
+	if out.Len() != 0 || errOut.String() != "to stderr\x1b\\x1b" {
+		t.Fatalf("stdout %q, stderr %q", out, errOut)
+	}
 }

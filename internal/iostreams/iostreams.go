@@ -84,10 +84,17 @@ func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 // gets the terminal escaping a real one gets.
 func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
 	s.stdinTTY, s.stdoutTTY, s.stderrTTY = stdin, stdout, stderr
-	if s.rawOut == nil {
-		s.rawOut, s.rawErr = s.Out, s.ErrOut
-	}
+	// Out and ErrOut may have been reassigned (a copy pointing stdout at stderr):
+	// escape what they are now, not the streams the value started with.
+	s.rawOut, s.rawErr = unwrap(s.Out), unwrap(s.ErrOut)
 	s.wrap()
+}
+
+func unwrap(w io.Writer) io.Writer {
+	if sw, ok := w.(*safeWriter); ok {
+		return sw.w
+	}
+	return w
 }
 
 // ColorEnabled reports whether stderr output may use ANSI colour: only on a
