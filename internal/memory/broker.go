@@ -46,3 +46,18 @@ func (b *Broker) Notify(threadID string) {
 	}
 	b.mu.Unlock()
 }
+
+// NotifyAll wakes every subscriber of every thread (after a gap in which notifications
+// may have been missed, such as a lost database connection).
+func (b *Broker) NotifyAll() {
+	b.mu.Lock()
+	for _, m := range b.subs {
+		for ch := range m {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	b.mu.Unlock()
+}

@@ -140,7 +140,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	if err != nil {
 		return memory.Artifact{}, err
 	}
-	s.broker.notify(id)
+	s.broker.Notify(id)
 	return out, nil
 }
 

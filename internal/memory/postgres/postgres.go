@@ -56,7 +56,7 @@ type Store struct {
 	url    string // redacted
 	blobs  blob.Store
 	now    func() time.Time
-	broker broker
+	broker memory.Broker
 
 	cmu   sync.Mutex
 	cache map[string]*cached
@@ -216,13 +216,13 @@ func (s *Store) listen(ctx context.Context, ready chan<- error) {
 			continue
 		}
 		delay = 50 * time.Millisecond
-		s.broker.notifyAll() // events may have been written while we were not listening
+		s.broker.NotifyAll() // events may have been written while we were not listening
 		for {
 			n, err := conn.Conn().WaitForNotification(ctx)
 			if err != nil {
 				break
 			}
-			s.broker.notify(n.Payload)
+			s.broker.Notify(n.Payload)
 		}
 		// The connection is in an unknown state (or ctx ended): do not return it to the pool.
 		conn.Conn().Close(context.Background())
@@ -632,7 +632,7 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 		return memory.PatchResult{}, err
 	}
 	s.setCache(id, next)
-	s.broker.notify(id) // local followers need not wait for the notification's round trip
+	s.broker.Notify(id) // local followers need not wait for the notification's round trip
 	return res, nil
 }
 
@@ -713,7 +713,7 @@ func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memo
 		return err
 	})
 	if err == nil {
-		s.broker.notify(id)
+		s.broker.Notify(id)
 	}
 	return ev, err
 }
@@ -763,7 +763,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64, limit int) (
 }
 
 // Subscribe implements memory.Store: the channel wakes on events written through any daemon.
-func (s *Store) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.subscribe(id) }
+func (s *Store) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.Subscribe(id) }
 
 // AddMetrics implements memory.Store.
 func (s *Store) AddMetrics(ctx context.Context, id string, m memory.Metrics) error {
