@@ -68,7 +68,10 @@ export class Daemon {
 
   async start(timeoutMs = 20000) {
     const fd = openSync(join(this.home, "test-daemon.out"), "a");
-    this.proc = spawn(relayBinary(), ["up", "--foreground", "--port", String(this.port)], {
+    // relay up always makes a token; a daemon without one is asked for explicitly (loopback only).
+    const args = ["up", "--foreground", "--port", String(this.port)];
+    if (!this.token) args.push("--no-auth");
+    this.proc = spawn(relayBinary(), args, {
       env: this.env(),
       stdio: ["ignore", fd, fd],
     });
