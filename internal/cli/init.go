@@ -151,7 +151,7 @@ func initRun(opts *InitOptions) error {
 }
 
 // detectLanguage picks the language of the prompt's code fences and example paths from
-// the project's files; TypeScript (the seed's examples) when nothing says otherwise.
+// the project's files; TypeScript (relaycode's examples) when nothing says otherwise.
 func detectLanguage(dir string) prompt.Lang {
 	exists := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
 	switch {
@@ -172,7 +172,7 @@ func detectLanguage(dir string) prompt.Lang {
 	return prompt.Language("typescript")
 }
 
-// detectProjectID follows seed 003 (package.json name, else the directory
+// detectProjectID follows relaycode (package.json name, else the directory
 // name), also reading the module name of go.mod, pyproject.toml and Cargo.toml.
 func detectProjectID(dir string) (id, source string) {
 	if data, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil {

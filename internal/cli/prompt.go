@@ -27,7 +27,7 @@ func newCmdPrompt(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prompt",
 		Short: "Print the system prompt that teaches your LLM relay's response format",
-		Long: `Print the system prompt for your LLM: seed rules 1-6 (whole files, delete
+		Long: `Print the system prompt for your LLM: rules 1-6 (whole files, delete
 blocks, the final YAML block with this project's projectId) and, unless the
 strategy is replace, how to send patches (new-unified, multi-search-replace),
 renames and commit messages.

@@ -74,7 +74,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
-		// Seed 002 §8: a transaction a crashed relay left pending is rolled back
+		// A transaction a crashed relay left pending is rolled back
 		// the next time any relay command runs in the project, before anything else.
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if noRecovery(cmd) {

@@ -1,5 +1,5 @@
 // Package tokens counts LLM tokens: a real BPE count with OpenAI's o200k_base/cl100k_base
-// vocabularies (embedded in the binary, nothing downloaded) beside seed 004's bytes/4 estimate.
+// vocabularies (embedded in the binary, nothing downloaded) beside the bytes/4 estimate.
 package tokens
 
 import (
@@ -19,7 +19,7 @@ const (
 	Default = O200k
 )
 
-// Estimate is seed 004's chars-per-token estimate: bytes / 4.
+// Estimate is the usual chars-per-token rule of thumb: bytes / 4.
 func Estimate(n int) int { return n / 4 }
 
 var (

@@ -12,7 +12,7 @@ var Strategies = []string{"auto", "replace", "new-unified", "multi-search-replac
 
 const rule = "---------------------------------------------------------------------------"
 
-// rules is seed 003's "Code changes rules 1-6", with %s for the projectId.
+// rules is relaycode's "Code changes rules 1-6", with %s for the projectId.
 const rules = `Code changes rules 1-6:
 
 1. Make sure to isolate every file's code block with:
@@ -53,7 +53,7 @@ const summaryLines = `
 
 const strategyIntro = `
 
-Patch strategies (seed rule 3 is relaxed: for an existing file you may send a patch instead of the full file):
+Patch strategies (rule 3 is relaxed: for an existing file you may send a patch instead of the full file):
 
 To modify a file with a patch, name the strategy after the path on the opening line:
     ` + "```" + `{lang} // {filePath} {patchStrategy}
@@ -148,7 +148,7 @@ var (
 		" }"}
 )
 
-// langs are the languages Detect recognises; typescript is the seed's own.
+// langs are the languages Detect recognises; typescript is relaycode's own.
 var langs = map[string]Lang{
 	"typescript": {"typescript", "src/main.ts", "src/components/Button.tsx", "src/utils/old-helper.ts", "src/My Component.tsx", "src/config.ts", "src/old/path/to/file.ts", "src/new/path/to/file.ts", "src/utils.ts", tsDiff},
 	"javascript": {"javascript", "src/main.js", "src/components/Button.jsx", "src/utils/old-helper.js", "src/My Component.jsx", "src/config.js", "src/old/path/to/file.js", "src/new/path/to/file.js", "src/utils.js", jsDiff},
@@ -158,7 +158,7 @@ var langs = map[string]Lang{
 }
 
 // Language returns the Lang for a fence name ("go", "python", …); unknown names get
-// TypeScript, the seed's examples.
+// TypeScript, relaycode's examples.
 func Language(name string) Lang {
 	if l, ok := langs[name]; ok {
 		return l
@@ -175,8 +175,8 @@ func (l Lang) fill(text string) string {
 }
 
 // System returns the system prompt for projectID with lang's code fences and example
-// paths. strategy "replace" gives seed 003's rules 1-6 exactly (for TypeScript); the others
-// add promptSummary/gitCommitMsg and the patch-strategy section of seed 002 for
+// paths. strategy "replace" gives relaycode's rules 1-6 exactly (for TypeScript); the others
+// add promptSummary/gitCommitMsg and the patch-strategy section for
 // new-unified, multi-search-replace, or both ("auto").
 func System(projectID, strategy string, lang Lang) (string, error) {
 	var b strings.Builder
@@ -208,9 +208,9 @@ func System(projectID, strategy string, lang Lang) (string, error) {
 	return b.String(), nil
 }
 
-// InitMessage is what `relay init` prints: seed 003's banner and pointer to `relay
+// InitMessage is what `relay init` prints: relaycode's banner and pointer to `relay
 // watch` around the complete system prompt (System's text, which has every rule of the
-// seed's short one plus promptSummary/gitCommitMsg and patch strategies: answers to the
+// short one of relaycode plus promptSummary/gitCommitMsg and patch strategies: answers to the
 // short one could not be committed with relay git commit).
 func InitMessage(system string) string {
 	return "✅ relaycode has been initialized for this project.\n\n" +

@@ -17,7 +17,7 @@ import (
 // SchemaID is the only accepted envelope schema.
 const SchemaID = "com.relay.a2a.envelope.v1"
 
-// Limits (seed 004).
+// Limits of an envelope.
 const (
 	DefaultMaxPayloadBytes = 16 << 10
 	DefaultMaxNoteRunes    = 280

@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// Header bounds (seed 004).
+// Header bounds: what keeps a header small enough to send on every hop.
 const (
 	MaxHeaderBytes    = 2048
 	MaxTopFacts       = 10

@@ -1,4 +1,4 @@
-// Package statedoc owns the canonical thread state document of seed 004
+// Package statedoc owns the canonical thread state document
 // ($schema com.relay.state.v1): creating it, validating it, patching it and deriving its
 // bounded header.
 //

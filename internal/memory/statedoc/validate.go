@@ -13,7 +13,7 @@ import (
 // maxProblems stops validation early: a broken 10,000-fact list needs no 10,000-line error.
 const maxProblems = 20
 
-// ArtifactTypes are the artifact types of seed 004.
+// ArtifactTypes are the artifact types a state may reference.
 var ArtifactTypes = []string{"markdown", "json", "html", "text", "binary", "tool_output", "email"}
 
 type field struct {

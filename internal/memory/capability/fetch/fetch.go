@@ -27,7 +27,7 @@ import (
 // Name is the capability name.
 const Name = "http.fetch"
 
-// Defaults (seed 004 / prototype limits).
+// Defaults, the limits agents already expect from the older memory daemon.
 const (
 	DefaultMaxBytes     = 10 << 20
 	DefaultTimeout      = 30 * time.Second
