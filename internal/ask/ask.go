@@ -72,6 +72,9 @@ type Request struct {
 	Session        string // label; "" means a one-off question
 	Env            []string
 	WorkDir        string
+	// Memory is a shared-memory section (a thread's header and artifact refs, with how to
+	// read them) that the caller built; ask only places it in the envelope.
+	Memory string
 }
 
 // Asker holds the seams; the zero value is not usable, use New.
@@ -176,7 +179,7 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 		return nil, err
 	}
 	// 9: envelope
-	envelope := BuildEnvelope(repo, req.Prompt, ctxText, diff)
+	envelope := buildEnvelope(repo, req.Prompt, strings.TrimSpace(req.Memory), ctxText, diff)
 	if n := len(envelope); n > MaxPromptBytes {
 		return nil, tooLarge("Relay prompt", n, MaxPromptBytes)
 	}

@@ -17,6 +17,11 @@ const (
 // lines joined with "\n", optional sections after an empty line, the whole
 // text trimmed.
 func BuildEnvelope(repo, prompt, context, diff string) string {
+	return buildEnvelope(repo, prompt, "", context, diff)
+}
+
+// buildEnvelope is BuildEnvelope with an optional "Shared Memory:" section after the request.
+func buildEnvelope(repo, prompt, memory, context, diff string) string {
 	lines := []string{
 		"You are helping another coding agent by reviewing or advising on work in a local repository.",
 		"Repository path: " + repo,
@@ -25,6 +30,9 @@ func BuildEnvelope(repo, prompt, context, diff string) string {
 		"",
 		"Request:",
 		strings.TrimSpace(prompt),
+	}
+	if memory != "" {
+		lines = append(lines, "", "Shared Memory:", memory)
 	}
 	if context != "" {
 		lines = append(lines, "", "Additional Context:", context)

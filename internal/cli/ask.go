@@ -19,6 +19,7 @@ import (
 	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/ask/backend"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/memory/client"
 )
 
 // AskOptions are the inputs of `relay ask`.
@@ -43,10 +44,17 @@ type AskOptions struct {
 	MaxDepth    int
 	Session     string
 	JSON        bool
+
+	// Thread records the ask in a memory thread (--thread, else $RELAY_THREAD).
+	Thread       string
+	Getenv       func(string) string
+	ThreadClient func(ctx context.Context, arg string) (*client.Client, string, error)
+	HasMCP       bool // relay mcp exists: the friend may have relay's tools
 }
 
 func newCmdAsk(f *Factory) *cobra.Command {
-	opts := &AskOptions{IO: f.IO, WorkDir: f.WorkDir, Environ: os.Environ, Home: f.Home}
+	opts := &AskOptions{IO: f.IO, WorkDir: f.WorkDir, Environ: os.Environ, Home: f.Home, Getenv: f.Getenv,
+		ThreadClient: func(ctx context.Context, arg string) (*client.Client, string, error) { return threadClient(ctx, f, arg) }}
 	cmd := &cobra.Command{
 		Use:   "ask --to BACKEND --prompt TEXT|-",
 		Short: "Phone a friend: ask another agent CLI (codex, claude, gemini, …) for advice",
@@ -71,6 +79,9 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 			if opts.IncludeDiff && opts.DiffBase != "" {
 				return WithHint(Usagef("use --include-diff or --diff-base, not both"), "relay ask --help")
 			}
+			if c, _, err := cmd.Root().Find([]string{"mcp"}); err == nil && c != cmd.Root() {
+				opts.HasMCP = true
+			}
 			return askRun(cmd.Context(), opts)
 		},
 	}
@@ -88,6 +99,7 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.IntVar(&opts.MaxDepth, "max-depth", ask.DefaultMaxDepth, "refuse when PHONE_A_FRIEND_DEPTH is at or above this")
 	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this `LABEL` (claude, codex, gemini, qwen)")
 	fl.BoolVar(&opts.JSON, "json", false, "print {backend, model, answer, duration_ms, tokens, cost_usd} as JSON")
+	fl.StringVarP(&opts.Thread, "thread", "t", "", "record the ask in this memory `THREAD` (default $RELAY_THREAD): the friend gets the header and refs, the answer is stored")
 	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f))
 	return cmd
 }
@@ -191,6 +203,10 @@ type askJSON struct {
 	CostUSD    *float64    `json:"cost_usd,omitempty"`
 	Session    string      `json:"session,omitempty"`
 	Error      *askJSONErr `json:"error,omitempty"`
+	// With a thread: the stored answer's ref, and answer is its preview.
+	Ref       string `json:"ref,omitempty"`
+	Short     string `json:"short,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 type askTokens struct {
@@ -233,6 +249,10 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 		Sandbox: opts.Sandbox, Model: opts.Model, TimeoutSeconds: opts.Timeout,
 		MaxDepth: opts.MaxDepth, Session: opts.Session, Env: opts.Environ(), WorkDir: wd,
 	}
+	mem, err := setupAskMemory(ctx, opts, &req)
+	if err != nil {
+		return err
+	}
 	p, err := asker.Prepare(ctx, req)
 	if err != nil {
 		return askError(err)
@@ -241,15 +261,33 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	var recs []*askRecord
+	if mem != nil {
+		recs = mem.record(ctx, opts, answers)
+	}
 	for _, a := range answers {
 		if a.NewSession && a.Err == nil {
 			fmt.Fprintf(opts.IO.ErrOut, "Started conversation %q with %s; continue it with --session %s\n", a.Session, a.Backend, a.Session)
 		}
 	}
-	return printAnswers(opts, answers)
+	return printAnswers(opts, answers, recs)
 }
 
-func printAnswers(opts *AskOptions, answers []ask.Answer) error {
+// printAnswers prints each answer; an answer stored in a thread (recs[i] set) is printed as
+// its ref and preview, and the full text stays one `relay artifact get` away.
+func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) error {
+	rec := func(i int) *askRecord {
+		if i < len(recs) {
+			return recs[i]
+		}
+		return nil
+	}
+	text := func(i int) string {
+		if r := rec(i); r != nil {
+			return storedAnswer(r)
+		}
+		return answers[i].Text
+	}
 	out, errOut := opts.IO.Out, opts.IO.ErrOut
 	failed := 0
 	for _, a := range answers {
@@ -261,6 +299,9 @@ func printAnswers(opts *AskOptions, answers []ask.Answer) error {
 		docs := make([]askJSON, len(answers))
 		for i, a := range answers {
 			docs[i] = toAskJSON(a)
+			if r := rec(i); r != nil {
+				docs[i].Answer, docs[i].Ref, docs[i].Short, docs[i].Truncated = r.Preview, r.Ref, r.Short, r.Truncated
+			}
 		}
 		var err error
 		if len(docs) == 1 {
@@ -278,7 +319,7 @@ func printAnswers(opts *AskOptions, answers []ask.Answer) error {
 			return askError(a.Err)
 		}
 		if !opts.JSON {
-			fmt.Fprintln(out, a.Text)
+			fmt.Fprintln(out, text(0))
 		}
 		return nil
 	}
@@ -296,7 +337,7 @@ func printAnswers(opts *AskOptions, answers []ask.Answer) error {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
-		fmt.Fprintf(out, "=== %s ===\n%s\n", a.Backend, a.Text)
+		fmt.Fprintf(out, "=== %s ===\n%s\n", a.Backend, text(i))
 	}
 	if failed > 0 {
 		fmt.Fprintf(errOut, "%d of %d friends failed.\n", failed, len(answers))
@@ -347,4 +388,14 @@ func lowerFirst(s string) string {
 		return s
 	}
 	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// storedAnswer is what the caller sees of an answer stored in a thread: the ref and the
+// preview (the answer itself when it fits the preview).
+func storedAnswer(r *askRecord) string {
+	ref := shortOr(r.Short, r.Ref)
+	if !r.Truncated {
+		return r.Preview + "\n[stored as artifact " + ref + "]"
+	}
+	return r.Preview + "\n[preview; the whole answer is artifact " + ref + ": relay artifact get " + ref + " --out -]"
 }

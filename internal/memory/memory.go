@@ -143,6 +143,8 @@ type Artifact struct {
 	Provenance   Provenance `json:"provenance"`
 	CreatedAt    Time       `json:"created_at"`
 	Deduplicated bool       `json:"deduplicated"`
+	// Short is the ref's short form (see RefShortener), filled where the API returns one artifact.
+	Short string `json:"short,omitempty"`
 }
 
 // Preview is the bounded, sanitized start of an artifact.

@@ -303,6 +303,15 @@ func (c *Client) HeaderSince(ctx context.Context, id string, since int) (HeaderD
 	return d, nil
 }
 
+// AppendEvent calls POST /threads/{id}/events: a client's own event (ask.answered,
+// txn.applied, …) with its summary as data.
+func (c *Client) AppendEvent(ctx context.Context, id, typ string, data any) (memory.Event, error) {
+	var ev memory.Event
+	err := c.doJSON(ctx, Request{Method: http.MethodPost, Path: "/threads/" + esc(id) + "/events", Type: "application/json",
+		Body: jsonBody(map[string]any{"type": typ, "data": data})}, &ev)
+	return ev, err
+}
+
 // maxHeaderBody bounds a header or delta read; the daemon caps headers at 2 KB.
 const maxHeaderBody = 64 << 10
 

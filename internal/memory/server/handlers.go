@@ -362,6 +362,7 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 		if err != nil {
 			return err
 		}
+		s.fillShort(r, &a)
 		return writeArtifactCreated(w, id, a)
 	} else {
 		var buf bytes.Buffer
@@ -377,6 +378,7 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	s.fillShort(r, &a)
 	return writeArtifactCreated(w, id, a)
 }
 
@@ -422,6 +424,7 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error
 		if err != nil {
 			return err
 		}
+		s.fillShort(r, &a)
 		writeJSON(w, http.StatusOK, a)
 		return nil
 	}
@@ -517,4 +520,58 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "last_id": last})
 	return nil
+}
+
+// fillShort sets the artifact's short ref when the store can make one; it is a convenience,
+// so a failure leaves it empty.
+func (s *Server) fillShort(r *http.Request, a *memory.Artifact) {
+	if rs, ok := s.store.(memory.RefShortener); ok {
+		if short, err := rs.ShortRef(r.Context(), a.ThreadID, a.Ref); err == nil && short != a.Ref {
+			a.Short = short
+		}
+	}
+}
+
+// MaxEventBody bounds an appended event: its data is a summary, big content goes in an artifact.
+const MaxEventBody = 16 << 10
+
+// handleAppendEvent records an event a client made (an ask answered, a transaction applied):
+// {"type":"ask.answered","data":{…}}. The daemon's own event types cannot be forged.
+func (s *Server) handleAppendEvent(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if err := decodeJSON(w, r, MaxEventBody, &in); err != nil {
+		return err
+	}
+	if !validEventType(in.Type) {
+		return badRequest("event type %q must be dotted lower-case words like ask.answered (at most 64 characters)", in.Type)
+	}
+	switch in.Type {
+	case memory.EventThreadCreated, memory.EventStatePatched, memory.EventArtifactStored:
+		return badRequest("event type %q is recorded by the daemon itself", in.Type)
+	}
+	if len(in.Data) == 0 {
+		in.Data = json.RawMessage(`{}`)
+	}
+	ev, err := s.store.AppendEvent(r.Context(), r.PathValue("id"), in.Type, in.Data)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, ev)
+	return nil
+}
+
+func validEventType(t string) bool {
+	if len(t) == 0 || len(t) > 64 || !strings.Contains(t, ".") || t[0] == '.' || t[len(t)-1] == '.' || strings.Contains(t, "..") {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -103,6 +103,7 @@ func (s *Server) routes() {
 	m.Handle("POST /threads/{id}/state/patch", s.api(s.handlePatch))
 	m.Handle("GET /threads/{id}/state/versions", s.api(s.handleVersions))
 	m.Handle("POST /threads/{id}/artifacts", s.api(s.handlePutArtifact))
+	m.Handle("POST /threads/{id}/events", s.api(s.handleAppendEvent))
 	m.Handle("GET /threads/{id}/artifacts", s.api(s.handleListArtifacts))
 	m.Handle("GET /threads/{id}/artifacts/{ref}", s.api(s.handleGetArtifact))
 	m.Handle("GET /threads/{id}/events", s.api(s.handleEvents))

@@ -114,6 +114,22 @@ func fakeFriendMain(name string) int {
 		_ = os.WriteFile(filepath.Join(logDir, "nested.out"), out, 0o644)
 		answer += fmt.Sprintf("; nested relay exited %d", rc)
 	}
+	if fakeEnv(name, "DEREF") == "1" {
+		// a friend that follows the envelope's refs: it runs the relay artifact get lines
+		// it was given (not the REF placeholder) and quotes what it read
+		for _, line := range strings.Split(string(prompt), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[0] != "relay" || f[1] != "artifact" || f[2] != "get" || f[3] == "REF" {
+				continue
+			}
+			out, err := exec.Command(f[0], f[1:]...).CombinedOutput()
+			if err != nil {
+				answer += fmt.Sprintf("; %s failed: %v: %s", strings.Join(f, " "), err, out)
+				continue
+			}
+			answer += "; read " + f[3] + ": " + strings.TrimSpace(string(out))
+		}
+	}
 	if s := fakeEnv(name, "STDERR"); s != "" {
 		fmt.Fprintln(os.Stderr, s)
 	}
