@@ -54,7 +54,9 @@ type AskOptions struct {
 
 func newCmdAsk(f *Factory) *cobra.Command {
 	opts := &AskOptions{IO: f.IO, WorkDir: f.WorkDir, Environ: os.Environ, Home: f.Home, Getenv: f.Getenv,
-		ThreadClient: func(ctx context.Context, arg string) (*client.Client, string, error) { return threadClient(ctx, f, arg) }}
+		ThreadClient: func(ctx context.Context, arg string) (*client.Client, string, error) {
+			return threadClient(ctx, f, arg)
+		}}
 	cmd := &cobra.Command{
 		Use:   "ask --to BACKEND --prompt TEXT|-",
 		Short: "Phone a friend: ask another agent CLI (codex, claude, gemini, …) for advice",
