@@ -36,10 +36,13 @@ type ApplyOptions struct {
 	AllowConfigChange bool
 	// Home returns $RELAY_HOME, where the record key lives.
 	Home func() (string, error)
+	// Mem records transactions in the memory thread (nil: do not record).
+	Mem *txnMemory
 }
 
 func newCmdApply(f *Factory) *cobra.Command {
 	opts := &ApplyOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
+	var thread string
 	cmd := &cobra.Command{
 		Use:     "apply <file|->",
 		Aliases: []string{"a"},
@@ -69,9 +72,11 @@ next relay command in the project restores it from the pending record.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
+			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
 			return applyRun(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().StringVar(&thread, "thread", "", "record the transaction in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the changes without asking")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change and touch nothing")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result (or the --dry-run plan) as JSON")
@@ -164,8 +169,10 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 	}
 	res, err := eng.Run(ctx, req)
 	if err != nil {
+		opts.Mem.recordFailure(ctx, err)
 		return txnError(err, opts.File)
 	}
+	opts.Mem.recordTxn(ctx, EventTxnApplied, cfg.Dir, res.State, nil)
 	return printCommitted(opts.IO, res, opts.JSON)
 }
 

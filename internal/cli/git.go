@@ -19,6 +19,8 @@ type GitCommitOptions struct {
 	Config func() (*config.Config, error)
 	Yes    bool
 	All    bool
+	// Mem records the commit in the memory thread (nil: do not record).
+	Mem *txnMemory
 }
 
 func newCmdGit(f *Factory) *cobra.Command {
@@ -27,6 +29,7 @@ func newCmdGit(f *Factory) *cobra.Command {
 		Short: "Git helpers for transactions",
 	}
 	opts := &GitCommitOptions{IO: f.IO, Config: f.ProjectConfig}
+	var thread string
 	commit := &cobra.Command{
 		Use:     "commit",
 		Aliases: []string{"c"},
@@ -36,9 +39,11 @@ git add .) and commit them with the transaction's gitCommitMsg; multi-line
 messages are kept as written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
 			return gitCommitRun(cmd.Context(), opts)
 		},
 	}
+	commit.Flags().StringVar(&thread, "thread", "", "record the commit in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	commit.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "commit without asking")
 	commit.Flags().BoolVar(&opts.All, "all", false, "stage every change in the project (git add .), not only the transaction's files")
 	cmd.AddCommand(commit)
@@ -91,6 +96,7 @@ func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
 	if err != nil {
 		return WithHint(err, "git status   (see what git thinks), then relay git commit again")
 	}
+	opts.Mem.recordEvent(ctx, EventTxnGitCommit, map[string]any{"uuid": st.UUID, "message": clipRunes(msg, 280), "git": clipRunes(firstLine(summary), 280)})
 	_, err = fmt.Fprintln(opts.IO.Out, summary)
 	return err
 }

@@ -26,10 +26,13 @@ type RevertOptions struct {
 	AllowConfigChange bool
 	// Home returns $RELAY_HOME, where the record key lives.
 	Home func() (string, error)
+	// Mem records transactions in the memory thread (nil: do not record).
+	Mem *txnMemory
 }
 
 func newCmdRevert(f *Factory) *cobra.Command {
 	opts := &RevertOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
+	var thread string
 	cmd := &cobra.Command{
 		Use:     "revert [uuid|index]",
 		Aliases: []string{"u"},
@@ -48,9 +51,11 @@ transaction, unless --force.`,
 			if len(args) == 1 {
 				opts.Ref = args[0]
 			}
+			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
 			return revertRun(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().StringVar(&thread, "thread", "", "record the revert in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "revert without asking")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "revert even if the files changed since (those later edits are lost)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the new transaction as JSON")
@@ -121,7 +126,9 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 		return WithHint(err, "relay revert "+st.UUID+" -y --allow-config-change   (after reading the config change it brings back)")
 	}
 	if err != nil {
+		opts.Mem.recordFailure(ctx, err)
 		return txnError(err, "")
 	}
+	opts.Mem.recordTxn(ctx, EventTxnReverted, cfg.Dir, res.State, nil)
 	return printCommitted(opts.IO, res, opts.JSON)
 }

@@ -30,10 +30,13 @@ type WatchOptions struct {
 	Env func() clipboard.Env
 	// Home returns $RELAY_HOME, where the record key lives.
 	Home func() (string, error)
+	// Mem records transactions in the memory thread (nil: do not record).
+	Mem *txnMemory
 }
 
 func newCmdWatch(f *Factory) *cobra.Command {
 	opts := &WatchOptions{IO: f.IO, Config: f.ProjectConfig, Env: clipboard.System, Home: f.Home}
+	var thread string
 	cmd := &cobra.Command{
 		Use:     "watch",
 		Aliases: []string{"w"},
@@ -52,9 +55,11 @@ relay doctor shows which one is in use. The config is reloaded when it changes
 then exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
 			return watchRun(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().StringVar(&thread, "thread", "", "record every transaction in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve every applied response without asking")
 	cmd.Flags().BoolVar(&opts.NoPrompt, "no-prompt", false, "do not print the system prompt first")
 	return cmd
@@ -168,9 +173,13 @@ func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, te
 	}
 	res, err := eng.Run(ctx, txn.Request{Response: resp, Yes: opts.Yes})
 	if err != nil {
+		opts.Mem.recordFailure(ctx, err)
 		printError(ios.ErrOut, txnError(err, ""))
-	} else if err := printCommitted(ios, res, false); err != nil {
-		fmt.Fprintf(ios.ErrOut, "Warning: %v\n", err)
+	} else {
+		opts.Mem.recordTxn(ctx, EventTxnApplied, cfg.Dir, res.State, nil)
+		if err := printCommitted(ios, res, false); err != nil {
+			fmt.Fprintf(ios.ErrOut, "Warning: %v\n", err)
+		}
 	}
 	if ctx.Err() == nil {
 		fmt.Fprintln(ios.ErrOut, "Watching for the next response...")
