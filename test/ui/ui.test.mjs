@@ -4,7 +4,8 @@
 //
 // Run: cd test/ui && npm ci && node --test ui.test.mjs
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -14,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 import { RelayClient } from "../../sdk/typescript/dist/index.js";
-import { Daemon, cleanupBinary } from "../../sdk/typescript/test/daemon.mjs";
+import { Daemon, cleanupBinary, relayBinary, repoRoot } from "../../sdk/typescript/test/daemon.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const shots = process.env.RELAY_UI_SCREENSHOTS || join(here, "screenshots");
@@ -356,6 +357,39 @@ describe("web UI in Chromium", () => {
     } finally {
       await page.setViewportSize({ width: 1360, height: 900 });
     }
+  });
+
+  it("shows a project's transaction with its diff and an ask in the thread timeline", async () => {
+    // The real CLI against this daemon: relay apply in a project that has a thread, and
+    // relay ask --thread with a stand-in codex (relay's test friend) on PATH.
+    const pt = await c.threadNew("project-memory");
+    const proj = mkdtempSync(join(tmpdir(), "relay-ui-proj-"));
+    const bin = mkdtempSync(join(tmpdir(), "relay-ui-bin-"));
+    try {
+      execFileSync("go", ["build", "-o", join(bin, "codex"), "./internal/cli/testdata/fakefriend"], { cwd: repoRoot(), stdio: "inherit" });
+      writeFileSync(join(proj, "relaycode.config.json"), JSON.stringify({ projectId: "demo", core: { enableNotifications: false } }));
+      writeFileSync(join(proj, "notes.txt"), "old line\nkeep\n");
+      writeFileSync(join(proj, "answer.md"), ["```text // notes.txt", "new line", "keep", "```", "", "```yaml", "projectId: demo", "uuid: 5b1e2c3d-1111-4222-8333-444455556666", "promptSummary: update the notes", "```", ""].join("\n"));
+      const env = { ...d.env(), PATH: `${bin}:${process.env.PATH}`, FAKE_ANSWER: "codex says: the notes change looks right" };
+      execFileSync(relayBinary(), ["apply", "answer.md", "-y", "--thread", pt.thread_id], { cwd: proj, env, stdio: "pipe" });
+      execFileSync(relayBinary(), ["ask", "--to", "codex", "--thread", pt.thread_id, "--prompt", "Is the notes change right?"], { cwd: proj, env, stdio: "pipe" });
+    } finally {
+      rmSync(proj, { recursive: true, force: true });
+      rmSync(bin, { recursive: true, force: true });
+    }
+    await page.goto(`${d.url}/ui/#/t/${pt.thread_id}/events`);
+    const timeline = page.getByTestId("timeline");
+    const applied = timeline.locator("[data-testid=event][data-type='txn.applied']");
+    await applied.waitFor();
+    assert.match(await applied.innerText(), /update the notes/);
+    await applied.getByTestId("txn-diff").locator("summary").click();
+    await applied.locator("pre.udiff").getByText("+new line").waitFor();
+    assert.match(await applied.locator("pre.udiff").innerText(), /-old line/);
+    const asked = timeline.locator("[data-testid=event][data-type='ask.answered']");
+    await asked.waitFor();
+    assert.match(await asked.innerText(), /codex/);
+    assert.match(await asked.innerText(), /Is the notes change right\?/);
+    await shot("13-timeline-txn-ask");
   });
 
   it("never asks for a token when the daemon has none", async () => {

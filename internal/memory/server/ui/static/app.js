@@ -784,6 +784,24 @@ function eventSummary(ev, ctxId) {
       ];
     case "a2a.received":
       return ["A2A ", h("strong", {}, d.type || "message"), d.from ? ` from ${d.from}` : "", d.to_capability ? [" to ", h("strong", {}, d.to_capability)] : "", typeof d.payload_bytes === "number" ? ` (${fmtBytes(d.payload_bytes)})` : ""];
+    case "txn.applied":
+    case "txn.reverted": {
+      const files = Array.isArray(d.files) ? d.files : [];
+      return [
+        h("strong", {}, ev.type === "txn.reverted" ? "reverted" : "applied"),
+        " ",
+        d.summary || d.git_commit_msg || shortId(d.uuid || ""),
+        " ",
+        h("span", { class: "diffstat" }, `${files.length} file${files.length === 1 ? "" : "s"} `, h("span", { class: "add" }, `+${d.added ?? 0}`), " ", h("span", { class: "del" }, `−${d.removed ?? 0}`)),
+        d.diff_ref ? [" ", txnDiff(ctxId, d.diff_ref, d.diff_short)] : "",
+      ];
+    }
+    case "txn.rolled_back":
+      return [h("strong", {}, "rolled back"), " ", shortId(d.uuid || ""), d.step ? ` at ${d.step}` : "", d.error ? h("span", { class: "muted" }, `: ${d.error}`) : ""];
+    case "txn.git_committed":
+      return [h("strong", {}, "committed to git"), " ", d.message || shortId(d.uuid || "")];
+    case "ask.answered":
+      return [h("strong", {}, "asked "), h("strong", {}, d.backend || "a friend"), d.prompt ? h("span", { class: "muted" }, ` “${d.prompt}”`) : "", d.answer_ref ? [" → answer ", ref(d.answer_ref)] : ""];
     case "report.generated":
       return ["report generated", d.format ? ` (${d.format}${typeof d.size === "number" ? ", " + fmtBytes(d.size) : ""})` : "", d.artifact_ref ? [" → ", ref(d.artifact_ref)] : ""];
     default: {
@@ -791,6 +809,30 @@ function eventSummary(ev, ctxId) {
       return h("code", { class: "muted" }, s.length > 160 ? s.slice(0, 160) + "…" : s);
     }
   }
+}
+
+/** txnDiff is a transaction's diff, fetched from its artifact when opened. */
+function txnDiff(ctxId, diffRef, short) {
+  const body = h("div", { class: "diff-wrap" }, h("p", { class: "muted small" }, "Loading…"));
+  const det = h("details", { class: "txn-diff", "data-testid": "txn-diff" }, h("summary", {}, "diff ", h("span", { class: "mono muted" }, short || shortRef(diffRef))), body);
+  let loaded = false;
+  det.addEventListener("toggle", async () => {
+    if (!det.open || loaded) return;
+    loaded = true;
+    try {
+      const res = await api.artifactRaw(ctxId, diffRef);
+      const text = await res.text();
+      const pre = h("pre", { class: "udiff" });
+      for (const line of text.split("\n")) {
+        const cls = line.startsWith("+++") || line.startsWith("---") ? "file" : line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
+        pre.appendChild(h("span", { class: `l ${cls}` }, line + "\n"));
+      }
+      clear(body).append(pre);
+    } catch (e) {
+      clear(body).append(h("p", { class: "error" }, `Cannot load the diff: ${e.message}`));
+    }
+  });
+  return det;
 }
 
 function eventRow(ev, ctxId, fresh) {
