@@ -23,11 +23,12 @@ func newCmdStats(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats <thread>",
 		Short: "Token savings and cache hits of a thread",
-		Long: `Show how many tokens relay saved in a thread (seed 004's formula):
+		Long: `Show how many tokens relay saved in a thread, by relay's one definition (the same
+figure as the header's m.saved, relay report and the web UI):
 
   naive   every artifact pasted into a prompt
-  actual  the state header plus the artifact previews agents actually receive
-  avoided naive - actual
+  actual  the state header (less its counters) plus the artifact previews agents receive
+  avoided naive - actual (negative when relay cost more than it saved)
 
 Counts use a real BPE tokenizer (o200k_base, shipped inside relay); the bytes/4 column is
 the seed's estimate. "session cache hits" counts since the daemon started.`,
@@ -86,5 +87,8 @@ func statsRun(ctx context.Context, opts *StatsOptions) error {
 	row("tokens avoided", s.TokensAvoided, s.Estimate.AvoidedTokens)
 	row("cache hits", s.CacheHits, "")
 	row("session cache hits", s.SessionCacheHits, "")
+	if s.TokensAvoided < 0 {
+		fmt.Fprintf(w, "relay cost %d more tokens than pasting here: the artifacts are small, so their previews are the whole content and the header comes on top.\n", -s.TokensAvoided)
+	}
 	return nil
 }

@@ -390,6 +390,11 @@ describe("web UI in Chromium", () => {
     assert.match(await asked.innerText(), /codex/);
     assert.match(await asked.innerText(), /Is the notes change right\?/);
     await shot("13-timeline-txn-ask");
+    // A small diff and a short answer cost more as header + previews than pasted: said plainly.
+    await page.getByTestId("tab-overview").click();
+    await page.getByTestId("savings-honest").waitFor();
+    assert.match(await page.getByTestId("savings-honest").innerText(), /relay cost \d+ more tokens than pasting/);
+    assert.match(await page.getByTestId("card-avoided").innerText(), /^-\d/);
   });
 
   it("never asks for a token when the daemon has none", async () => {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/capability"
+	"github.com/relaydev/relay/internal/memory/statedoc"
 	"github.com/relaydev/relay/internal/tokens"
 )
 
@@ -98,10 +99,17 @@ func allEvents(ctx context.Context, st memory.Store, id string) ([]memory.Event,
 // Author is the created_by of the reports the daemon stores in a thread (POST /reports/{id}).
 const Author = memory.ReportAuthor
 
-// ComputeSavings counts tokens for the given artifacts and header.
+// ComputeSavings is relay's one definition of tokens avoided, used by stats, reports, the
+// header's m.saved and the web UI: naive is every agent artifact pasted in full, actual is the
+// header (less its counters) plus every artifact's preview, both counted with the real BPE
+// tokenizer; avoided = naive - actual, negative when relay cost more than it saved (a thread
+// of small artifacts, whose previews are the whole content, plus the header).
 func ComputeSavings(ctx context.Context, src Source, id string, arts []memory.Artifact, header []byte) (Savings, error) {
 	c := src.Tokens
 	s := Savings{Encoding: c.Counter().Name()}
+	// The header is counted as agents receive it, less its own counters ("m"), which
+	// would otherwise have to count themselves.
+	header = statedoc.StripMetrics(header)
 	s.HeaderTokens = c.Counter().Count(header)
 	s.Estimate.ActualTokens = tokens.Estimate(len(header))
 	for _, a := range arts {

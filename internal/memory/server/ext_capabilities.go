@@ -59,6 +59,7 @@ func (s *Server) capabilityRoutes(o CapabilityOptions) {
 		// The options were validated by the caller; a registry refusing a built-in is a bug.
 		panic(fmt.Sprintf("relay: capability setup: %v", err))
 	}
+	s.saved = x.savedFor
 	mux := s.mux
 	mux.Handle("GET /cap/list", s.api(x.handleCapList))
 	mux.Handle("POST /cap/invoke", s.api(x.handleCapInvoke))
@@ -79,6 +80,8 @@ type capExt struct {
 	tokOnce sync.Once
 	tok     *tokens.Cache
 	tokErr  error
+
+	savedCache sync.Map // thread id -> savedEntry
 }
 
 type threadArtifacts struct {
@@ -397,4 +400,35 @@ func (x *capExt) handleImport(w http.ResponseWriter, r *http.Request) error {
 	// No thread.imported event: the imported event log stays exactly the exported one.
 	writeJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// savedEntry is a thread's tokens avoided as of its last event.
+type savedEntry struct {
+	lastEvent int64
+	version   int
+	avoided   int64
+}
+
+// savedFor computes a thread's tokens avoided with the report's one definition, once per
+// change of the thread (its last event id), for the header's m.saved.
+func (x *capExt) savedFor(ctx context.Context, id string) (int64, error) {
+	th, err := x.s.store.GetThread(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if v, ok := x.savedCache.Load(id); ok {
+		if e := v.(savedEntry); e.lastEvent == th.LastEventID && e.version == th.Version {
+			return e.avoided, nil
+		}
+	}
+	src, err := x.source()
+	if err != nil {
+		return 0, err
+	}
+	st, err := report.ComputeStats(ctx, src, id)
+	if err != nil {
+		return 0, err
+	}
+	x.savedCache.Store(id, savedEntry{lastEvent: th.LastEventID, version: th.Version, avoided: int64(st.TokensAvoided)})
+	return int64(st.TokensAvoided), nil
 }

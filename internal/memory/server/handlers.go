@@ -17,6 +17,7 @@ import (
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
+	"github.com/relaydev/relay/internal/memory/statedoc"
 )
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) error {
@@ -119,10 +120,17 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	hj, saved, err := s.withSaved(r, id, h.JSON)
+	if err != nil {
+		return err
+	}
+	if s.saved != nil {
+		t.Metrics.TokensAvoided = saved
+	}
 	writeJSON(w, http.StatusOK, struct {
 		memory.Thread
 		Header json.RawMessage `json:"header"`
-	}{t, h.JSON})
+	}{t, hj})
 	return nil
 }
 
@@ -178,8 +186,26 @@ func (s *Server) handleHeader(w http.ResponseWriter, r *http.Request) error {
 	if h.Truncated {
 		w.Header().Set("X-Relay-Truncated", "true")
 	}
-	writeRawJSON(w, http.StatusOK, h.JSON)
+	hj, _, err := s.withSaved(r, r.PathValue("id"), h.JSON)
+	if err != nil {
+		return err
+	}
+	writeRawJSON(w, http.StatusOK, hj)
 	return nil
+}
+
+// withSaved puts the thread's tokens avoided, as stats compute it, into a full header, so the
+// header, stats, reports and the UI state one figure.
+func (s *Server) withSaved(r *http.Request, id string, header []byte) ([]byte, int64, error) {
+	if s.saved == nil {
+		return header, 0, nil
+	}
+	n, err := s.saved(r.Context(), id)
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := statedoc.WithSaved(header, n)
+	return b, n, err
 }
 
 // handleHeaderSince answers ?since=vN with what changed since the header at vN
@@ -200,8 +226,12 @@ func (s *Server) handleHeaderSince(w http.ResponseWriter, r *http.Request, q str
 		w.Header().Set("X-Relay-Truncated", "true")
 	}
 	if ch.Delta == nil {
+		full, _, err := s.withSaved(r, r.PathValue("id"), ch.Full)
+		if err != nil {
+			return err
+		}
 		w.Header().Set("X-Relay-Delta", "full")
-		writeRawJSON(w, http.StatusOK, ch.Full)
+		writeRawJSON(w, http.StatusOK, full)
 		return nil
 	}
 	w.Header().Set("X-Relay-Delta", "delta")

@@ -7,6 +7,7 @@
 package server
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,10 @@ type Server struct {
 	doneOnce sync.Once
 	done     chan struct{} // closed at shutdown so SSE streams end
 	url      string
+
+	// saved returns a thread's tokens avoided as stats compute it (set by the report
+	// layer); headers state that figure in m.saved.
+	saved func(ctx context.Context, threadID string) (int64, error)
 }
 
 // New builds a Server with every route: the core API, the web UI and, when it has a store,

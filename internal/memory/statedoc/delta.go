@@ -170,3 +170,52 @@ func isWindow(o *jsonpatch.Object) bool {
 	}
 	return true
 }
+
+// WithSaved returns header with its counters' "saved" member set to saved (removed when 0),
+// so the header states the same tokens-avoided figure as the thread's stats.
+func WithSaved(header []byte, saved int64) ([]byte, error) {
+	v, err := jsonpatch.Decode(header)
+	if err != nil {
+		return nil, err
+	}
+	h, ok := v.(*jsonpatch.Object)
+	if !ok {
+		return nil, errors.New("a header must be a JSON object")
+	}
+	m := jsonpatch.NewObject(2)
+	if mv, ok := h.Get("m"); ok {
+		if mo, ok := mv.(*jsonpatch.Object); ok {
+			m = mo
+		}
+	}
+	if saved == 0 {
+		m.Delete("saved")
+	} else {
+		m.Set("saved", json.Number(strconv.FormatInt(saved, 10)))
+	}
+	if m.Len() == 0 {
+		h.Delete("m")
+	} else {
+		h.Set("m", m)
+	}
+	return jsonpatch.Encode(h)
+}
+
+// StripMetrics returns header without its counters: what savings count as the header's cost,
+// since the counters cannot count themselves.
+func StripMetrics(header []byte) []byte {
+	v, err := jsonpatch.Decode(header)
+	if err != nil {
+		return header
+	}
+	h, ok := v.(*jsonpatch.Object)
+	if !ok || !h.Has("m") {
+		return header
+	}
+	h.Delete("m")
+	b, err := jsonpatch.Encode(h)
+	if err != nil {
+		return header
+	}
+	return b
+}

@@ -137,7 +137,7 @@ async function savingsFor(id, have = {}) {
     naive += Math.ceil((a.size || 0) / 4);
     actual += Math.ceil(bytes(a.preview?.text || "") / 4);
   }
-  return { naive, actual, avoided: Math.max(0, naive - actual), cacheHits: header.m?.hits ?? 0, src: "formula" };
+  return { naive, actual, avoided: naive - actual, cacheHits: header.m?.hits ?? 0, src: "formula" };
 }
 
 // -- threads list ----------------------------------------------------------------------
@@ -459,6 +459,9 @@ function savingsCard(header, arts, fig) {
         "div",
         {},
         h("p", { class: "big-figure" }, fmtNum(fig.avoided), h("span", { class: "muted" }, ` tokens avoided (${pct}% of ${fmtNum(fig.naive)})`)),
+        fig.avoided < 0
+          ? h("p", { class: "notice", "data-testid": "savings-honest" }, `relay cost ${fmtNum(-fig.avoided)} more tokens than pasting here: this thread's artifacts are small, so their previews are the whole content and the header comes on top.`)
+          : null,
         barChart(
           [
             { label: "Naive (content pasted)", value: fig.naive, cls: "naive" },

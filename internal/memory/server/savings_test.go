@@ -1,0 +1,53 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// TestOneSavingsFigure: the header's m.saved, GET /threads/{id} and /stats state the same
+// tokens avoided, negative for a thread of small artifacts and positive once a large one
+// is stored by ref.
+func TestOneSavingsFigure(t *testing.T) {
+	srv, st := capServer(t)
+	ctx := context.Background()
+	th, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "savings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(wantSign int) {
+		t.Helper()
+		_, stats, raw := call(t, srv, "GET", "/threads/"+th.ID+"/stats", nil)
+		avoided := int64(stats["tokens_avoided"].(float64))
+		_, _, hb := call(t, srv, "GET", "/threads/"+th.ID+"/state/header", nil)
+		var h struct {
+			M struct {
+				Saved int64 `json:"saved"`
+			} `json:"m"`
+		}
+		if err := json.Unmarshal(hb, &h); err != nil {
+			t.Fatal(err)
+		}
+		_, thr, _ := call(t, srv, "GET", "/threads/"+th.ID, nil)
+		tm := int64(thr["metrics"].(map[string]any)["tokens_avoided"].(float64))
+		if h.M.Saved != avoided || tm != avoided {
+			t.Fatalf("header saved %d, thread %d, stats %d (%s): one figure expected", h.M.Saved, tm, avoided, raw)
+		}
+		if wantSign < 0 && avoided >= 0 || wantSign > 0 && avoided <= 0 {
+			t.Fatalf("tokens avoided %d, want sign %d", avoided, wantSign)
+		}
+	}
+	if _, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "a.md", Content: []byte("# a small note\n")}); err != nil {
+		t.Fatal(err)
+	}
+	check(-1)
+	big := strings.Repeat("The handler reads the session cookie twice and the middleware should own it. ", 400)
+	if _, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: "big.md", Content: []byte(big)}); err != nil {
+		t.Fatal(err)
+	}
+	check(1)
+}
