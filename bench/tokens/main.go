@@ -15,6 +15,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -23,7 +25,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/memory/sqlite"
@@ -54,7 +58,13 @@ func main() {
 	start := flag.Int("start", 4000, "bytes of context at step 1")
 	finding := flag.Int("finding", 160, "bytes each step adds")
 	asJSON := flag.Bool("json", false, "print JSON")
+	refs := flag.Bool("refs", false, "also measure o200k tokens per ref: full, short, and as a header item")
 	flag.Parse()
+	if *refs {
+		if err := refTokens(); err != nil {
+			fail(err)
+		}
+	}
 	var out []Result
 	for _, s := range strings.Split(*stepsFlag, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -211,4 +221,28 @@ func prose(rng *rand.Rand, n int) string {
 	}
 	b.WriteString(".")
 	return b.String()
+}
+
+// refTokens measures what a ref costs a model over 1,000 real refs and their short forms.
+func refTokens() error {
+	cnt, err := tokens.New(tokens.O200k)
+	if err != nil {
+		return err
+	}
+	var full, short, itemFull, itemShort int
+	const n = 1000
+	now := time.Now()
+	for i := 0; i < n; i++ {
+		ref := memory.NewRef(now.Add(time.Duration(i) * 37 * time.Millisecond))
+		sum := sha256.Sum256([]byte(fmt.Sprint("artifact ", i)))
+		s := hex.EncodeToString(sum[:])[:memory.MinShortRef]
+		name := fmt.Sprintf("step-%d.md", i)
+		full += cnt.CountString(ref)
+		short += cnt.CountString(s)
+		itemFull += cnt.CountString(fmt.Sprintf(`{"ref":%q,"type":"markdown","name":%q}`, ref, name))
+		itemShort += cnt.CountString(fmt.Sprintf(`%q`, s+" "+name))
+	}
+	fmt.Printf("o200k tokens per ref, mean of %d: full ref %.1f, short ref %.1f; header item before %.1f, after %.1f\n\n",
+		n, float64(full)/n, float64(short)/n, float64(itemFull)/n, float64(itemShort)/n)
+	return nil
 }
