@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -176,10 +177,11 @@ func TestStdioEveryTool(t *testing.T) {
 
 	// memory: the project's thread is made on first use and remembered
 	h := mustOK(t, cs, "memory", map[string]any{"op": "header"})
-	thread, _ := h["thread_id"].(string)
+	short, _ := h["t"].(string) // the header names its thread by the id's first 8 characters
 	b, err := os.ReadFile(filepath.Join(w.project, ".relaycode", "thread"))
-	if err != nil || strings.TrimSpace(string(b)) != thread || thread == "" {
-		t.Fatalf(".relaycode/thread = %q (%v), header thread %q", b, err, thread)
+	thread := strings.TrimSpace(string(b))
+	if err != nil || short == "" || !strings.HasPrefix(thread, short) {
+		t.Fatalf(".relaycode/thread = %q (%v), header thread %q", b, err, short)
 	}
 	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "relay://" + thread + "/state"}); err != nil {
 		t.Fatal(err)
@@ -313,14 +315,14 @@ func TestStdioHostileThreadFile(t *testing.T) {
 	}
 	// an explicit thread still works
 	nt := mustOK(t, cs, "memory", map[string]any{"op": "new_thread", "name": "x"})
-	if h := mustOK(t, cs, "memory", map[string]any{"op": "header", "thread": nt["thread_id"]}); h["thread_id"] != nt["thread_id"] {
+	if h := mustOK(t, cs, "memory", map[string]any{"op": "header", "thread": nt["thread_id"]}); h["t"] == "" || !strings.HasPrefix(fmt.Sprint(nt["thread_id"]), fmt.Sprint(h["t"])) {
 		t.Fatalf("header: %v", h)
 	}
 	// a well-formed id of a thread this daemon never had is replaced by a new one
 	w.write(t, ".relaycode/thread", "0b7a1c52-2a64-4b8e-9c1d-5e6f7a8b9c0d\n")
 	cs2 := w.connect(t, nil)
 	h := mustOK(t, cs2, "memory", map[string]any{"op": "header"})
-	if h["thread_id"] == "0b7a1c52-2a64-4b8e-9c1d-5e6f7a8b9c0d" || strings.TrimSpace(readFile(t, w, ".relaycode/thread")) != h["thread_id"] {
+	if nowID := strings.TrimSpace(readFile(t, w, ".relaycode/thread")); h["t"] == "0b7a1c52" || nowID == "0b7a1c52-2a64-4b8e-9c1d-5e6f7a8b9c0d" || !strings.HasPrefix(nowID, fmt.Sprint(h["t"])) {
 		t.Fatalf("unknown thread id: header %v, file %q", h, readFile(t, w, ".relaycode/thread"))
 	}
 }
