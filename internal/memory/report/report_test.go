@@ -12,8 +12,8 @@ import (
 	"github.com/relaydev/relay/internal/memory/sqlite"
 
 	"github.com/relaydev/relay/internal/memory"
-	"github.com/relaydev/relay/internal/memory/statedoc"
 	"github.com/relaydev/relay/internal/memory/capability"
+	"github.com/relaydev/relay/internal/memory/statedoc"
 	"github.com/relaydev/relay/internal/tokens"
 )
 
