@@ -360,7 +360,7 @@ func toAskJSON(a ask.Answer) askJSON {
 	return j
 }
 
-// askError shows ask's message (the seed's text, which --json keeps exactly) in relay's
+// askError shows ask's message (the stable text, which --json keeps exactly) in relay's
 // style, lower case after "Error: " (a friend's own message is quoted as it is), with its
 // hint; a mistake in the request exits 2.
 func askError(err error) error {

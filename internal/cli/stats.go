@@ -31,7 +31,7 @@ figure as the header's m.saved, relay report and the web UI):
   avoided naive - actual (negative when relay cost more than it saved)
 
 Counts use a real BPE tokenizer (o200k_base, shipped inside relay); the bytes/4 column is
-the seed's estimate. "session cache hits" counts since the daemon started.`,
+the rough estimate. "session cache hits" counts since the daemon started.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Thread = args[0]

@@ -1,5 +1,5 @@
 // Package report builds what `relay stats` and `relay report` show about a thread: token
-// savings (real BPE counts beside seed 004's bytes/4 estimate), cache hits, state summary,
+// savings (real BPE counts beside the bytes/4 estimate), cache hits, state summary,
 // artifacts, the events timeline and capability calls.
 package report
 
@@ -28,7 +28,7 @@ type Source struct {
 	Hops func(ctx context.Context, threadID string) (int, error)
 }
 
-// Estimate holds the seed's bytes/4 figures.
+// Estimate holds the bytes/4 figures (a rough rule, shown beside the real counts).
 type Estimate struct {
 	NaiveTokens   int `json:"naive_tokens"`
 	ActualTokens  int `json:"actual_tokens"`
@@ -36,7 +36,7 @@ type Estimate struct {
 }
 
 // Savings compares pasting every artifact into prompts (naive) with sending the state
-// header plus artifact previews (actual), as seed 004 defines them.
+// header plus artifact previews (actual): what an agent reads with relay against without.
 type Savings struct {
 	Encoding      string   `json:"encoding"`
 	NaiveTokens   int      `json:"naive_tokens"`

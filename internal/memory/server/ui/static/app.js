@@ -116,7 +116,7 @@ let statsRoute = true; // false once the daemon says it has no /stats route (no 
 
 /**
  * savingsFor returns {naive, actual, avoided, src, ...} for a thread: the daemon's /stats when it
- * has them, else seed 004's formula over what the API shows (naive = Σ artifact bytes / 4,
+ * has them, else the bytes/4 estimate over what the API shows (naive = Σ artifact bytes / 4,
  * actual = header bytes / 4 + Σ preview bytes / 4).
  */
 async function savingsFor(id, have = {}) {
@@ -434,7 +434,7 @@ async function overviewTab(ctx, r, seq) {
 }
 
 function savingsCard(header, arts, fig) {
-  // The cumulative view always uses the seed's formula: it is the only per-artifact series.
+  // The cumulative view always uses the bytes/4 estimate: it is the only per-artifact series.
   const bytes = (str) => new TextEncoder().encode(str).length;
   let naive = 0;
   let actual = Math.ceil(bytes(JSON.stringify(header)) / 4);
