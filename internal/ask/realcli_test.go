@@ -344,7 +344,7 @@ func TestRealCodexNested(t *testing.T) {
 		}
 		for _, want := range []string{
 			"codex is already the host of this relay invocation", "host-rc=1",
-			"Relay depth limit reached; refusing nested relay invocation", "depth-rc=1",
+			"relay depth limit reached; refusing nested relay invocation", "depth-rc=1", // the terminal form: lower case after "Error: "
 			"PHONE_A_FRIEND_DEPTH=1", "PHONE_A_FRIEND_HOST=codex",
 		} {
 			if !strings.Contains(toolOutput, want) {
@@ -406,7 +406,7 @@ func TestRealClaudeNested(t *testing.T) {
 	}
 	for _, want := range []string{
 		"claude is already the host of this relay invocation", "host-rc=1",
-		"Relay depth limit reached; refusing nested relay invocation", "depth-rc=1",
+		"relay depth limit reached; refusing nested relay invocation", "depth-rc=1", // the terminal form: lower case after "Error: "
 		"PHONE_A_FRIEND_DEPTH=1", "CLAUDECODE=1",
 	} {
 		if !strings.Contains(toolOutput, want) {
