@@ -301,10 +301,11 @@ func TestRealCodexNested(t *testing.T) {
 	if err != nil {
 		t.Fatal("node not on PATH")
 	}
-	srv := fakellm.New(t, "NESTED-DONE")
-	// codex's shell is a login shell that resets PATH, so name relay by its path
-	srv.ShellCmd = relay + " ask --to codex --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
-		relay + " ask --to claude --prompt inner 2>&1; echo depth-rc=$?; env | grep -E '^(PHONE_A_FRIEND|CODEX_SANDBOX)' | sort"
+	srv := fakellm.New(t, "NESTED-DONE", func(s *fakellm.Server) {
+		// codex's shell is a login shell that resets PATH, so name relay by its path
+		s.ShellCmd = relay + " ask --to codex --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
+			relay + " ask --to claude --prompt inner 2>&1; echo depth-rc=$?; env | grep -E '^(PHONE_A_FRIEND|CODEX_SANDBOX)' | sort"
+	})
 	home := t.TempDir()
 	repo := gitRepo(t)
 	env := []string{"PATH=" + strings.Join([]string{filepath.Dir(relay), bin, filepath.Dir(node), "/usr/bin", "/bin"}, ":"),
@@ -376,11 +377,12 @@ func TestRealClaudeNested(t *testing.T) {
 		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
 	}
 	relay := buildRelay(t, root)
-	srv := fakellm.New(t, "NESTED-DONE")
-	srv.BashTrigger = "run the claude check"
-	// PHONE_A_FRIEND_HOST is cleared so only Claude Code's own marker can name the host
-	srv.ShellCmd = "env -u PHONE_A_FRIEND_HOST " + relay + " ask --to claude --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
-		relay + " ask --to gemini --prompt inner 2>&1; echo depth-rc=$?; env | grep -E '^(PHONE_A_FRIEND|CLAUDECODE)' | sort"
+	srv := fakellm.New(t, "NESTED-DONE", func(s *fakellm.Server) {
+		s.BashTrigger = "run the claude check"
+		// PHONE_A_FRIEND_HOST is cleared so only Claude Code's own marker can name the host
+		s.ShellCmd = "env -u PHONE_A_FRIEND_HOST " + relay + " ask --to claude --max-depth 5 --prompt inner 2>&1; echo host-rc=$?; " +
+			relay + " ask --to gemini --prompt inner 2>&1; echo depth-rc=$?; env | grep -E '^(PHONE_A_FRIEND|CLAUDECODE)' | sort"
+	})
 	home := t.TempDir()
 	repo := gitRepo(t)
 	env := []string{"PATH=" + strings.Join([]string{filepath.Dir(relay), bin, "/usr/bin", "/bin"}, ":"),

@@ -44,8 +44,15 @@ type Request struct {
 }
 
 // New starts a server on 127.0.0.1, closed when the test ends.
-func New(t testing.TB, answer string) *Server {
+//
+// configure runs before the server starts: the handler reads the fields without a lock, so
+// they must not change once requests can arrive (a CLI's requests come from another
+// process, which gives the race detector no ordering to see).
+func New(t testing.TB, answer string, configure ...func(*Server)) *Server {
 	f := &Server{Answer: answer}
+	for _, c := range configure {
+		c(f)
+	}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f

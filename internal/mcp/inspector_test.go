@@ -102,7 +102,7 @@ func TestInspectorCLI(t *testing.T) {
 		t.Logf("inspector: %s %v -> isError=%v %s", tool, args, r.IsError, firstN(r.Content[0].Text, 160))
 		return r
 	}
-	if r := callTool("memory", "op=header"); r.IsError || !strings.Contains(r.Content[0].Text, `"thread_id"`) {
+	if r := callTool("memory", "op=header"); r.IsError || !strings.Contains(r.Content[0].Text, `"t":`) || !strings.Contains(r.Content[0].Text, `"v":1`) {
 		t.Fatalf("memory header: %+v", r)
 	}
 	if r := callTool("memory", "op=put", "content=inspected", "name=i.txt"); r.IsError || !strings.Contains(r.Content[0].Text, `"ref"`) {

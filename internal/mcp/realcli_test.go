@@ -187,8 +187,9 @@ func TestRealCLIsCallRelay(t *testing.T) {
 			}
 			w := newWorld(t)
 			marker := "MCP-E2E-" + strings.ToUpper(h.name)
-			srv := fakellm.New(t, "DONE: relay answered "+marker)
-			srv.Tool = &fakellm.ToolCall{Server: "relay", Name: h.tool, Args: h.args, Trigger: marker}
+			srv := fakellm.New(t, "DONE: relay answered "+marker, func(s *fakellm.Server) {
+				s.Tool = &fakellm.ToolCall{Server: "relay", Name: h.tool, Args: h.args, Trigger: marker}
+			})
 			for i, e := range w.env {
 				if strings.HasPrefix(e, "PATH=") {
 					w.env[i] = "PATH=" + bin + ":" + filepath.Dir(node) + ":" + strings.TrimPrefix(e, "PATH=")
