@@ -57,6 +57,17 @@ func FuzzPreview(f *testing.F) {
 }
 
 func TestRefsSortByTime(t *testing.T) {
+	// The generator is process-wide and never goes back: the ref made a second ahead below
+	// would push every later ref of this test binary a second into the future, where the
+	// header delta (which bounds refs by a version's time) no longer sees them. Put it back.
+	refGen.Lock()
+	saved := refGen.last
+	refGen.Unlock()
+	t.Cleanup(func() {
+		refGen.Lock()
+		refGen.last = saved
+		refGen.Unlock()
+	})
 	now := time.Now()
 	prev := ""
 	for i := 0; i < 1000; i++ {
