@@ -13,7 +13,7 @@ import (
 // mis-decoded "‚úÖ" is meant to be "✅"); the complete prompt init prints has every line of it
 // and more.
 func TestInitMessageMatchesSeed(t *testing.T) {
-	matches, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "seeds", "003_*.txt"))
+	matches, _ := filepath.Glob(filepath.Join(testcorpus.Dir(t, "seeds"), "003_*.txt"))
 	if len(matches) == 0 {
 		testcorpus.Skip(t, "seeds")
 	}
