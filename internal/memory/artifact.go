@@ -275,3 +275,34 @@ func commonPrefix(a, b string) int {
 type RefShortener interface {
 	ShortRef(ctx context.Context, threadID, ref string) (string, error)
 }
+
+// CheckPut validates a put before a backend stores it: size (of the whole body), name,
+// author and capability lengths, the type (detected from head when empty) and the source
+// refs. It returns the type and the source refs (never nil) to store.
+func CheckPut(p PutArtifactParams, size int64, head []byte) (typ string, refs []string, err error) {
+	if size > MaxArtifactSize {
+		return "", nil, &TooLargeError{What: "the artifact", Limit: MaxArtifactSize}
+	}
+	if len([]rune(p.Name)) > MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
+		return "", nil, BadRequest("artifact name must be at most %d characters on one line", MaxNameLen)
+	}
+	if len([]rune(p.CreatedBy)) > MaxNameLen || len([]rune(p.Capability)) > MaxNameLen {
+		return "", nil, BadRequest("created_by and capability must be at most %d characters", MaxNameLen)
+	}
+	typ = p.Type
+	if typ == "" {
+		typ = DetectType(p.Name, head)
+	} else if !ValidType(typ) {
+		return "", nil, BadRequest("unknown artifact type %q; use one of %s", typ, strings.Join(ArtifactTypes, ", "))
+	}
+	refs = p.SourceRefs
+	if refs == nil {
+		refs = []string{}
+	}
+	for _, r := range refs {
+		if !ValidRef(r) {
+			return "", nil, BadRequest("source ref %q is not an artifact ref", r)
+		}
+	}
+	return typ, refs, nil
+}

@@ -39,29 +39,9 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	if err := checkThreadID(id); err != nil {
 		return memory.Artifact{}, err
 	}
-	if body.Size > memory.MaxArtifactSize {
-		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: memory.MaxArtifactSize}
-	}
-	if len([]rune(p.Name)) > memory.MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
-		return memory.Artifact{}, memory.BadRequest("artifact name must be at most %d characters on one line", memory.MaxNameLen)
-	}
-	if len([]rune(p.CreatedBy)) > memory.MaxNameLen || len([]rune(p.Capability)) > memory.MaxNameLen {
-		return memory.Artifact{}, memory.BadRequest("created_by and capability must be at most %d characters", memory.MaxNameLen)
-	}
-	typ := p.Type
-	if typ == "" {
-		typ = memory.DetectType(p.Name, body.Head)
-	} else if !memory.ValidType(typ) {
-		return memory.Artifact{}, memory.BadRequest("unknown artifact type %q; use one of %s", typ, strings.Join(memory.ArtifactTypes, ", "))
-	}
-	refs := p.SourceRefs
-	if refs == nil {
-		refs = []string{}
-	}
-	for _, r := range refs {
-		if !memory.ValidRef(r) {
-			return memory.Artifact{}, memory.BadRequest("source ref %q is not an artifact ref", r)
-		}
+	typ, refs, err := memory.CheckPut(p, body.Size, body.Head)
+	if err != nil {
+		return memory.Artifact{}, err
 	}
 	// The preview, type and index need the text; a body above the spool threshold is
 	// read back from its file once here (the index keeps at most maxIndexedBytes).
@@ -92,7 +72,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 		}
 	}
 	var out memory.Artifact
-	err := s.tx(ctx, "store artifact in thread "+id, func(tx pgx.Tx) error {
+	err = s.tx(ctx, "store artifact in thread "+id, func(tx pgx.Tx) error {
 		if _, _, _, err := lockThread(ctx, tx, id); err != nil {
 			return err
 		}

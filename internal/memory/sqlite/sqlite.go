@@ -821,29 +821,9 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 	if err := checkThreadID(id); err != nil {
 		return memory.Artifact{}, err
 	}
-	if len(p.Content) > memory.MaxArtifactSize {
-		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: memory.MaxArtifactSize}
-	}
-	if len([]rune(p.Name)) > memory.MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
-		return memory.Artifact{}, memory.BadRequest("artifact name must be at most %d characters on one line", memory.MaxNameLen)
-	}
-	if len([]rune(p.CreatedBy)) > memory.MaxNameLen || len([]rune(p.Capability)) > memory.MaxNameLen {
-		return memory.Artifact{}, memory.BadRequest("created_by and capability must be at most %d characters", memory.MaxNameLen)
-	}
-	typ := p.Type
-	if typ == "" {
-		typ = memory.DetectType(p.Name, p.Content)
-	} else if !memory.ValidType(typ) {
-		return memory.Artifact{}, memory.BadRequest("unknown artifact type %q; use one of %s", typ, strings.Join(memory.ArtifactTypes, ", "))
-	}
-	refs := p.SourceRefs
-	if refs == nil {
-		refs = []string{}
-	}
-	for _, r := range refs {
-		if !memory.ValidRef(r) {
-			return memory.Artifact{}, memory.BadRequest("source ref %q is not an artifact ref", r)
-		}
+	typ, refs, err := memory.CheckPut(p, int64(len(p.Content)), p.Content)
+	if err != nil {
+		return memory.Artifact{}, err
 	}
 	sum := sha256.Sum256(p.Content)
 	a := memory.Artifact{ThreadID: id, Type: typ, Mime: memory.MimeFor(typ, p.Content), Name: p.Name, Size: int64(len(p.Content)),
@@ -853,7 +833,7 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 	enc, stored := encodeContent(p.Content) // before taking the writer: compression runs in parallel
 
 	var out memory.Artifact
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		var exists int
 		if err := s.queryRow(ctx, tx, sqlThreadExists, id).Scan(&exists); err != nil {
 			return nil, fmt.Errorf("read thread %s: %w", id, err)
