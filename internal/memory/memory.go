@@ -10,6 +10,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -259,4 +260,31 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 func ParseTime(s string) Time {
 	p, _ := time.Parse(time.RFC3339Nano, s)
 	return Time{p}
+}
+
+// EncodeEvent validates an event's type and encodes its data (JSON bytes are kept as they
+// are; nil data is {}), the same for every backend.
+func EncodeEvent(typ string, data any) ([]byte, error) {
+	if typ == "" || len(typ) > 100 {
+		return nil, BadRequest("event type must be 1..100 characters")
+	}
+	var b []byte
+	switch d := data.(type) {
+	case json.RawMessage:
+		b = d
+	case []byte:
+		b = d
+	default:
+		var err error
+		if b, err = json.Marshal(data); err != nil {
+			return nil, fmt.Errorf("encode event data: %w", err)
+		}
+	}
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	if !json.Valid(b) {
+		return nil, BadRequest("event data is not valid JSON")
+	}
+	return b, nil
 }

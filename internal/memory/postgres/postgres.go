@@ -682,29 +682,12 @@ func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memo
 	if err := checkThreadID(id); err != nil {
 		return memory.Event{}, err
 	}
-	if typ == "" || len(typ) > 100 {
-		return memory.Event{}, memory.BadRequest("event type must be 1..100 characters")
-	}
-	var b []byte
-	switch d := data.(type) {
-	case json.RawMessage:
-		b = d
-	case []byte:
-		b = d
-	default:
-		var err error
-		if b, err = json.Marshal(data); err != nil {
-			return memory.Event{}, fmt.Errorf("encode event data: %w", err)
-		}
-	}
-	if len(b) == 0 {
-		b = []byte("{}")
-	}
-	if !json.Valid(b) {
-		return memory.Event{}, memory.BadRequest("event data is not valid JSON")
+	b, err := memory.EncodeEvent(typ, data)
+	if err != nil {
+		return memory.Event{}, err
 	}
 	var ev memory.Event
-	err := s.tx(ctx, "append event to thread "+id, func(tx pgx.Tx) error {
+	err = s.tx(ctx, "append event to thread "+id, func(tx pgx.Tx) error {
 		if _, _, _, err := lockThread(ctx, tx, id); err != nil {
 			return err
 		}

@@ -1005,29 +1005,12 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (mem
 	if err := checkThreadID(id); err != nil {
 		return memory.Event{}, err
 	}
-	if typ == "" || len(typ) > 100 {
-		return memory.Event{}, memory.BadRequest("event type must be 1..100 characters")
-	}
-	var b []byte
-	switch d := data.(type) {
-	case json.RawMessage:
-		b = d
-	case []byte:
-		b = d
-	default:
-		var err error
-		if b, err = json.Marshal(data); err != nil {
-			return memory.Event{}, fmt.Errorf("encode event data: %w", err)
-		}
-	}
-	if len(b) == 0 {
-		b = []byte("{}")
-	}
-	if !json.Valid(b) {
-		return memory.Event{}, memory.BadRequest("event data is not valid JSON")
+	b, err := memory.EncodeEvent(typ, data)
+	if err != nil {
+		return memory.Event{}, err
 	}
 	var ev memory.Event
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, bt *batch) (func(), error) {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, bt *batch) (func(), error) {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
 			return nil, err
