@@ -36,17 +36,18 @@ func (s setting) errorf(format string, a ...any) error {
 // loadDaemonConfig merges config.json's limits with the environment (the environment wins).
 func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConfig, error) {
 	var c daemonConfig
-	pick := func(env, fromFile string) (setting, bool) {
+	// pick is the environment's value, else the file's under key (the error names either).
+	pick := func(env, key, fromFile string) (setting, bool) {
 		if v := getenv(env); v != "" {
 			return setting{env, v}, true
 		}
 		if fromFile != "" {
-			return setting{"config.json " + fileKey(env), fromFile}, true
+			return setting{"config.json " + key, fromFile}, true
 		}
 		return setting{}, false
 	}
 
-	switch s, _ := pick("RELAY_LOG_LEVEL", ""); strings.ToLower(s.value) {
+	switch s, _ := pick("RELAY_LOG_LEVEL", "", ""); strings.ToLower(s.value) {
 	case "", "info":
 		c.LogLevel = slog.LevelInfo
 	case "debug":
@@ -58,7 +59,7 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 	default:
 		return c, s.errorf("use debug, info, warn or error")
 	}
-	switch s, _ := pick("RELAY_DB_SYNC", ""); strings.ToLower(s.value) {
+	switch s, _ := pick("RELAY_DB_SYNC", "", ""); strings.ToLower(s.value) {
 	case "", "full":
 		c.Sync = "full"
 	case "normal":
@@ -67,7 +68,7 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 		return c, s.errorf("use full (every commit on disk before it is acknowledged) or normal")
 	}
 
-	switch s, _ := pick("RELAY_MIRROR", ""); strings.ToLower(s.value) {
+	switch s, _ := pick("RELAY_MIRROR", "", ""); strings.ToLower(s.value) {
 	case "", "off", "0", "false", "no":
 	case "on", "1", "true", "yes":
 		c.Mirror = true
@@ -76,7 +77,7 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 	}
 
 	allow := strings.Join(u.Fetch.Allow, ",")
-	if s, ok := pick("RELAY_FETCH_ALLOW", allow); ok {
+	if s, ok := pick("RELAY_FETCH_ALLOW", "fetch.allow", allow); ok {
 		for _, f := range strings.Split(s.value, ",") {
 			f = strings.TrimSpace(f)
 			if f == "" {
@@ -93,7 +94,7 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 			c.Capabilities.Fetch.Allow = append(c.Capabilities.Fetch.Allow, p)
 		}
 	}
-	if s, ok := pick("RELAY_FETCH_TIMEOUT", u.Fetch.Timeout); ok {
+	if s, ok := pick("RELAY_FETCH_TIMEOUT", "fetch.timeout", u.Fetch.Timeout); ok {
 		d, err := time.ParseDuration(s.value)
 		if err != nil || d <= 0 || d > time.Hour {
 			return c, s.errorf("use a duration between 1ms and 1h, e.g. 10s")
@@ -104,7 +105,7 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 	if u.Fetch.MaxBytes != 0 {
 		fileBytes = strconv.FormatInt(u.Fetch.MaxBytes, 10)
 	}
-	if s, ok := pick("RELAY_FETCH_MAX_BYTES", fileBytes); ok {
+	if s, ok := pick("RELAY_FETCH_MAX_BYTES", "fetch.max_bytes", fileBytes); ok {
 		n, err := strconv.ParseInt(s.value, 10, 64)
 		if err != nil || n < 1 || n > 1<<30 {
 			return c, s.errorf("use a number of bytes between 1 and %d", 1<<30)
@@ -115,7 +116,7 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 	if u.A2A.MaxHops != 0 {
 		fileHops = strconv.Itoa(u.A2A.MaxHops)
 	}
-	if s, ok := pick("RELAY_A2A_MAX_HOPS", fileHops); ok {
+	if s, ok := pick("RELAY_A2A_MAX_HOPS", "a2a.max_hops", fileHops); ok {
 		n, err := strconv.Atoi(s.value)
 		if err != nil || n < 1 || n > 1_000_000 {
 			return c, s.errorf("use a whole number of hops between 1 and 1000000")
@@ -123,33 +124,14 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 		c.Capabilities.MaxHops = n
 	}
 	// A store URL may carry a password: errors name the setting, never echo the value.
-	if s, ok := pick("RELAY_STORE", u.Store.URL); ok {
+	if s, ok := pick("RELAY_STORE", "store.url", u.Store.URL); ok {
 		if _, err := backend.Kind(s.value); err != nil {
 			return c, WithHint(fmt.Errorf("%s: %v", s.name, err), "use sqlite:// or postgres://user@host/db (docs/team.md)")
 		}
 		c.Store = s.value
 	}
-	if s, ok := pick("RELAY_ARTIFACTS", u.Store.Artifacts); ok {
+	if s, ok := pick("RELAY_ARTIFACTS", "store.artifacts", u.Store.Artifacts); ok {
 		c.Artifacts = s.value
 	}
 	return c, c.Capabilities.Validate()
-}
-
-// fileKey is the config.json key of an environment variable, for errors.
-func fileKey(env string) string {
-	switch env {
-	case "RELAY_FETCH_ALLOW":
-		return "fetch.allow"
-	case "RELAY_FETCH_TIMEOUT":
-		return "fetch.timeout"
-	case "RELAY_FETCH_MAX_BYTES":
-		return "fetch.max_bytes"
-	case "RELAY_A2A_MAX_HOPS":
-		return "a2a.max_hops"
-	case "RELAY_STORE":
-		return "store.url"
-	case "RELAY_ARTIFACTS":
-		return "store.artifacts"
-	}
-	return env
 }
