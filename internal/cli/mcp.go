@@ -94,9 +94,9 @@ func explainErr(err error) (string, string) {
 func quietFactory(f *Factory) *Factory {
 	q := *f
 	ios := *f.IO
-	ios.SetTTY(false, false, false) // rewraps Out and ErrOut from the raw streams, so first
-	ios.Out = ios.ErrOut            // stdout carries the protocol: nothing else may write there
+	ios.Out = f.IO.ErrOut // stdout carries the protocol: nothing else may write there
 	ios.In = strings.NewReader("")
+	ios.SetTTY(false, false, false)
 	q.IO = &ios
 	return &q
 }
