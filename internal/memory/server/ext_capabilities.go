@@ -50,13 +50,24 @@ func (o CapabilityOptions) Validate() error {
 	if o.Fetch.Timeout < 0 || o.Fetch.MaxBytes < 0 {
 		return errors.New("the fetch timeout and size limit must not be negative")
 	}
+	// The extras go through the same checks New's registry makes, so New never meets a
+	// capability it must refuse.
+	r := capability.New(capability.NewMemStore(), nil)
+	for _, e := range o.Extra {
+		if e.Capability.Name == search.Name || e.Capability.Name == fetch.Name {
+			return fmt.Errorf("capability %s is built in; give yours another name", e.Capability.Name)
+		}
+		if err := r.Register(e.Capability, e.Handler); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func (s *Server) capabilityRoutes(o CapabilityOptions) {
 	x, err := newCapExt(s, o)
 	if err != nil {
-		// The options were validated by the caller; a registry refusing a built-in is a bug.
+		// Validate refuses every extra the registry would; a built-in refused is a bug.
 		panic(fmt.Sprintf("relay: capability setup: %v", err))
 	}
 	s.saved = x.savedFor

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/relaydev/relay/internal/memory/sqlite"
+	"github.com/relaydev/relay/plugin"
 
 	"github.com/relaydev/relay/internal/memory"
 )
@@ -185,5 +186,29 @@ func TestExportImportRoutes(t *testing.T) {
 	code, _, raw = call(t, srv, "POST", "/import", []byte("not a zip"))
 	if code != 400 || !strings.Contains(string(raw), "unsafe_bundle") {
 		t.Fatalf("import garbage: %d %s", code, raw)
+	}
+}
+
+func TestCapabilityOptionsValidateRefusesBadExtras(t *testing.T) {
+	h := func(context.Context, *plugin.InvokeRequest) (*plugin.InvokeResult, error) { return nil, nil }
+	for _, tc := range []struct {
+		name string
+		cap  plugin.Capability
+		want string
+	}{
+		{"built-in name", plugin.Capability{Name: "http.fetch", ArgsSchema: json.RawMessage(`{"type":"object"}`)}, "built in"},
+		{"bad name", plugin.Capability{Name: "NoDots", ArgsSchema: json.RawMessage(`{"type":"object"}`)}, "dotted lowercase"},
+		{"cache without ttl", plugin.Capability{Name: "my.tool", ArgsSchema: json.RawMessage(`{"type":"object"}`), Cacheable: true}, "CacheTTL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CapabilityOptions{Extra: []Extra{{Capability: tc.cap, Handler: h}}}.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	ok := plugin.Capability{Name: "my.tool", ArgsSchema: json.RawMessage(`{"type":"object"}`)}
+	if err := (CapabilityOptions{Extra: []Extra{{Capability: ok, Handler: h}}}).Validate(); err != nil {
+		t.Fatalf("a good extra: %v", err)
 	}
 }
