@@ -53,6 +53,9 @@ var ErrAlreadyRunning = relayhome.ErrDaemonRunning
 
 // Run runs the daemon in the foreground until ctx is cancelled, then shuts down gracefully.
 func Run(ctx context.Context, o RunOptions) error {
+	if err := o.Capabilities.Validate(); err != nil {
+		return fmt.Errorf("capability options: %w", err)
+	}
 	host := o.Host
 	if host == "" {
 		host = "127.0.0.1"
