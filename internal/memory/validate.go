@@ -1,6 +1,9 @@
 package memory
 
-import "strings"
+import (
+	"github.com/google/uuid"
+	"strings"
+)
 
 // MaxEventTypeLen bounds an event type.
 const MaxEventTypeLen = 100
@@ -89,4 +92,12 @@ func ActiveMime(m string) bool {
 		return true
 	}
 	return strings.HasSuffix(typ, "+xml") || strings.Contains(typ, "script") || strings.Contains(typ, "html")
+}
+
+// CheckThreadID refuses an id that is not a UUID before any backend looks it up.
+func CheckThreadID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return BadRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ func (s *Store) PutArtifact(ctx context.Context, id string, p memory.PutArtifact
 // PutArtifactBody stores an artifact whose content was spooled (p.Content is ignored): a
 // large upload goes to the bucket from its temporary file without being held in memory.
 func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArtifactParams, body *blob.Body) (memory.Artifact, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Artifact{}, err
 	}
 	typ, refs, err := memory.CheckPut(p, body.Size, body.Head)

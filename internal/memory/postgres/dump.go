@@ -20,7 +20,7 @@ func stamp(t time.Time) string { return memory.Time{Time: t.UTC()}.String() }
 // ExportThread implements memory.Dumper from one repeatable-read transaction (a consistent
 // snapshot while other daemons keep writing).
 func (s *Store) ExportThread(ctx context.Context, threadID string, fn func(d *memory.ThreadDump, content func(ref string) ([]byte, error)) error) error {
-	if err := checkThreadID(threadID); err != nil {
+	if err := memory.CheckThreadID(threadID); err != nil {
 		return err
 	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -134,7 +134,7 @@ func (s *Store) ExportThread(ctx context.Context, threadID string, fn func(d *me
 // (content-addressed, so a failed import leaves only reusable objects).
 func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content func(ref string) ([]byte, error)) error {
 	id := d.Thread.ID
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
 	// content is read once per pass, one artifact at a time, so an import never holds

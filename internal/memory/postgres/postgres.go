@@ -234,13 +234,6 @@ func (s *Store) stamp() memory.Time {
 	return memory.Time{Time: s.now().UTC().Truncate(time.Millisecond)}
 }
 
-func checkThreadID(id string) error {
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return memory.BadRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
-	}
-	return nil
-}
-
 // tx runs fn in a transaction; known store errors pass through, others get context.
 func (s *Store) tx(ctx context.Context, what string, fn func(pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, s.pool, fn)
@@ -355,7 +348,7 @@ func (s *Store) ListThreads(ctx context.Context, limit int) ([]memory.Thread, er
 
 // GetThread implements memory.Store.
 func (s *Store) GetThread(ctx context.Context, id string) (memory.Thread, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Thread{}, err
 	}
 	t, err := scanThread(s.pool.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, id))
@@ -456,7 +449,7 @@ func (s *Store) stateAt(ctx context.Context, q querier, id string, v int) (*cach
 // latest reads the thread's current version and metrics and returns its state.
 func (s *Store) latest(ctx context.Context, id string) (*cached, memory.Metrics, error) {
 	var m memory.Metrics
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return nil, m, err
 	}
 	var v int
@@ -548,7 +541,7 @@ func patchError(err error) error {
 // of two daemons patching against the same version exactly one wins and the other gets a
 // ConflictError with the new current version.
 func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (memory.PatchResult, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.PatchResult{}, err
 	}
 	var ops []json.RawMessage
@@ -664,7 +657,7 @@ func (s *Store) Versions(ctx context.Context, id string, after, limit int) ([]me
 }
 
 func (s *Store) threadExists(ctx context.Context, id string) error {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
 	var ok bool
@@ -679,7 +672,7 @@ func (s *Store) threadExists(ctx context.Context, id string) error {
 
 // AppendEvent implements memory.Store.
 func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memory.Event, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Event{}, err
 	}
 	b, err := memory.EncodeEvent(typ, data)
@@ -703,7 +696,7 @@ func (s *Store) AppendEvent(ctx context.Context, id, typ string, data any) (memo
 
 // Events implements memory.Store.
 func (s *Store) Events(ctx context.Context, id string, after int64, limit int) ([]memory.Event, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -750,7 +743,7 @@ func (s *Store) Subscribe(id string) (<-chan struct{}, func()) { return s.broker
 
 // AddMetrics implements memory.Store.
 func (s *Store) AddMetrics(ctx context.Context, id string, m memory.Metrics) error {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE threads SET cache_hits = cache_hits + $1, tokens_avoided = tokens_avoided + $2 WHERE id = $3`, m.CacheHits, m.TokensAvoided, id)

@@ -16,7 +16,7 @@ import (
 // ts_headline fragments with the same highlight markers as SQLite's. Results have the
 // SQLite store's shape: best first, higher score is better.
 func (s *Store) Search(ctx context.Context, threadID string, q memory.SearchQuery) ([]memory.SearchHit, error) {
-	if err := checkThreadID(threadID); err != nil {
+	if err := memory.CheckThreadID(threadID); err != nil {
 		return nil, err
 	}
 	terms, err := ftsquery.Parse(q.Query)

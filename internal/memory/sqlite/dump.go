@@ -100,7 +100,7 @@ func (s *SQLite) ExportThread(ctx context.Context, threadID string, fn func(d *m
 // ImportThread implements memory.Dumper in one write transaction.
 func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content func(ref string) ([]byte, error)) error {
 	id := d.Thread.ID
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
 	err := s.WriteTx(ctx, func(tx *sql.Tx) error {

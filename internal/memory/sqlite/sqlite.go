@@ -327,13 +327,6 @@ func (s *SQLite) stamp() memory.Time {
 	return memory.Time{Time: s.now().UTC().Truncate(time.Millisecond)}
 }
 
-func checkThreadID(id string) error {
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return memory.BadRequest("thread id %q is not a UUID; list threads with `relay runs`", id)
-	}
-	return nil
-}
-
 func (s *SQLite) insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at memory.Time, data []byte) (memory.Event, error) {
 	res, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, threadID, typ, at.String(), data)
 	if err != nil {
@@ -451,7 +444,7 @@ func (s *SQLite) ListThreads(ctx context.Context, limit int) ([]memory.Thread, e
 
 // GetThread implements Store.
 func (s *SQLite) GetThread(ctx context.Context, id string) (memory.Thread, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Thread{}, err
 	}
 	t, err := scanThread(s.r.QueryRowContext(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))
@@ -499,7 +492,7 @@ func (s *SQLite) putCache(id string, c *cached, fill bool) {
 
 // latest returns the cached latest state, rebuilding it from the database on a miss.
 func (s *SQLite) latest(ctx context.Context, id string) (*cached, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return nil, err
 	}
 	s.cmu.RLock()
@@ -680,7 +673,7 @@ func patchError(err error) error {
 
 // PatchState implements Store.
 func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (memory.PatchResult, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.PatchResult{}, err
 	}
 	var ops []json.RawMessage
@@ -818,7 +811,7 @@ func (s *SQLite) Versions(ctx context.Context, id string, after, limit int) ([]m
 
 // PutArtifact implements Store.
 func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifactParams) (memory.Artifact, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Artifact{}, err
 	}
 	typ, refs, err := memory.CheckPut(p, int64(len(p.Content)), p.Content)
@@ -912,7 +905,7 @@ func scanArtifact(r scanner) (memory.Artifact, error) {
 }
 
 func (s *SQLite) threadExists(ctx context.Context, id string) error {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
 	var n int
@@ -1002,7 +995,7 @@ func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt memory.ListAr
 
 // AppendEvent implements Store.
 func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (memory.Event, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Event{}, err
 	}
 	b, err := memory.EncodeEvent(typ, data)
@@ -1039,7 +1032,7 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (mem
 
 // Events implements Store.
 func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) ([]memory.Event, error) {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -1086,7 +1079,7 @@ func (s *SQLite) Subscribe(id string) (<-chan struct{}, func()) { return s.broke
 
 // AddMetrics implements Store.
 func (s *SQLite) AddMetrics(ctx context.Context, id string, m memory.Metrics) error {
-	if err := checkThreadID(id); err != nil {
+	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
