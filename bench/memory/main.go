@@ -51,8 +51,12 @@ type config struct {
 	pid, rounds, facts, writers, big, small, docs, queries                  int
 	conns                                                                   []int
 	binary, inprocess                                                       bool
-	cpuprofile                                                              string
+	cpuprofile, blockprofile, mutexprofile                                  string
+	only                                                                    map[string]bool
 }
+
+// phase reports whether -only selects the named phase (all phases when -only is empty).
+func (c *config) phase(name string) bool { return len(c.only) == 0 || c.only[name] }
 
 func main() {
 	var cfg config
@@ -79,6 +83,9 @@ func main() {
 	flag.BoolVar(&cfg.binary, "binary", false, "put random binary (type binary, not full-text indexed) instead of text")
 	flag.BoolVar(&cfg.inprocess, "inprocess", false, "run the daemon inside this process (RSS then includes the client; allows -cpuprofile)")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "with -inprocess: CPU profile of the whole round to this file")
+	flag.StringVar(&cfg.blockprofile, "blockprofile", "", "with -inprocess: blocking profile (where goroutines wait) to this file")
+	flag.StringVar(&cfg.mutexprofile, "mutexprofile", "", "with -inprocess: mutex contention profile to this file")
+	only := flag.String("only", "", "run only these phases (comma-separated: patches, lost, puts, small, search, bigdocs)")
 	report := flag.Bool("report", false, "print medians per label of the -json files given as arguments, and exit")
 	flag.Parse()
 	if *report {
@@ -91,6 +98,12 @@ func main() {
 			check(fmt.Errorf("-conns %q: want numbers like 1,8", conns))
 		}
 		cfg.conns = append(cfg.conns, n)
+	}
+	if *only != "" {
+		cfg.only = map[string]bool{}
+		for _, p := range strings.Split(*only, ",") {
+			cfg.only[strings.TrimSpace(p)] = true
+		}
 	}
 	if cfg.upload != "json" && cfg.upload != "raw" {
 		check(fmt.Errorf("-upload %q: use json or raw", cfg.upload))
@@ -119,6 +132,19 @@ func main() {
 		check(err)
 		check(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.blockprofile != "" || cfg.mutexprofile != "" {
+		if !cfg.inprocess {
+			check(errors.New("-blockprofile and -mutexprofile need -inprocess"))
+		}
+		if cfg.blockprofile != "" {
+			runtime.SetBlockProfileRate(10_000) // one sample per 10 µs blocked
+			defer writeProfile("block", cfg.blockprofile)
+		}
+		if cfg.mutexprofile != "" {
+			runtime.SetMutexProfileFraction(5)
+			defer writeProfile("mutex", cfg.mutexprofile)
+		}
 	}
 	var all []map[string]float64
 	for r := 1; r <= cfg.rounds; r++ {
@@ -183,14 +209,23 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 		fmt.Printf("daemon RSS idle:   %.1f MB (pid %d)\n", cur/1024, d.pid)
 	}
 
-	if err := r.patches(); err != nil {
-		return nil, err
+	if cfg.phase("patches") {
+		if err := r.patches(); err != nil {
+			return nil, err
+		}
 	}
-	if err := r.lostUpdates(); err != nil {
-		return nil, err
+	if cfg.phase("lost") {
+		if err := r.lostUpdates(); err != nil {
+			return nil, err
+		}
 	}
-	if err := r.puts(corp); err != nil {
-		return nil, err
+	if cfg.phase("puts") {
+		if err := r.puts(corp); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.phase("small") {
+		return r.finish(d, fsDir)
 	}
 	sid, err := r.load(corp, 0, cfg.small, "")
 	if err != nil {
@@ -222,6 +257,12 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 			}
 		}
 	}
+	return r.finish(d, fsDir)
+}
+
+// finish records RSS, disk use and the fsync rate at the end of a round.
+func (r *run) finish(d *daemon, fsDir string) (map[string]float64, error) {
+	cfg := r.cfg
 	if cur, peak := d.rss(); cur > 0 {
 		r.set("rss_after_mb", cur/1024)
 		r.set("rss_peak_mb", peak/1024)
@@ -806,6 +847,12 @@ func printReport(files []string) error {
 		fmt.Println()
 	}
 	return nil
+}
+
+func writeProfile(name, path string) {
+	f, err := os.Create(path)
+	check(err)
+	check(errors.Join(pprof.Lookup(name).WriteTo(f, 0), f.Close()))
 }
 
 func check(err error) {

@@ -257,7 +257,7 @@ func (s *SQLite) queryRow(ctx context.Context, tx *sql.Tx, query string, args ..
 }
 
 func (s *SQLite) prepare(ctx context.Context) error {
-	for _, q := range append(hotStatements[:len(hotStatements):len(hotStatements)], sqlNextSeq, sqlIndexRow, sqlMarkIndexed) {
+	for _, q := range hotStatements {
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)

@@ -95,12 +95,20 @@ func searchText(typ string, stored []byte, enc int) (string, error) {
 	return indexText(typ, b), nil
 }
 
-// searchTextFunc is the SQL function relay_search_text(type, content, enc): the external
-// content view of the FTS index reads artifact text through it, so snippets see exactly
-// the text that was indexed and the index keeps no second copy.
+// searchTextFunc is the SQL function relay_search_text(type, content, enc) that the index
+// layout of migration 0200 read artifact text through; registered still because that
+// migration's view names it until migration 0300 drops it.
 const searchTextFunc = "relay_search_text"
 
 var registerFuncs = sync.OnceValue(func() error {
+	err := sqlitedrv.RegisterScalarFunction(artifactTextFunc, 2, func(ctx *sqlitedrv.FunctionContext, args []driver.Value) (driver.Value, error) {
+		token, _ := args[0].(string)
+		ref, _ := args[1].(string)
+		return artifactText(token, ref)
+	})
+	if err != nil {
+		return err
+	}
 	return sqlitedrv.RegisterDeterministicScalarFunction(searchTextFunc, 3, func(ctx *sqlitedrv.FunctionContext, args []driver.Value) (driver.Value, error) {
 		typ, _ := args[0].(string)
 		var stored []byte

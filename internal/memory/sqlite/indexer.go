@@ -2,45 +2,108 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Search indexing runs behind the put, not inside it: tokenizing text costs about 50 µs
-// per KB in this pure-Go SQLite, which made a 100 KB put wait ~7 ms for its index. A put
-// commits the artifact with fts_rowid NULL (pending); the indexer goroutine indexes pending
-// artifacts in small transactions of their own, oldest first, and a search first waits
-// until its thread has nothing pending (waitIndexed), so a caller always finds what it
-// stored before it searched.
+// Search indexing runs behind the put, in a database file of its own (search.db beside
+// relay.db). Tokenizing text costs about 50 µs per KB in this pure-Go SQLite; when the
+// index lived in relay.db its transactions held the store's one writer, so a profile of
+// 100 KB text puts showed puts blocked behind index commits for over half their time (and
+// every index commit paid an fsync). Now a put commits the artifact to relay.db with
+// fts_rowid NULL (to index) and returns; the indexer reads new artifacts in rowid order
+// and indexes them in search.db with its own writer, never touching relay.db's lock.
+//
+// search.db holds only derived data: its progress mark (the last relay.db artifact rowid
+// it covers) commits with the index rows, so it is consistent after any crash, and it is
+// written with synchronous=NORMAL (no fsync per index commit; a power loss rolls the mark
+// back and the lost tail is indexed again). A search first waits until the indexer passed
+// the thread's last put (waitIndexed), so a caller always finds what it stored before it
+// searched. Puts of text wait while more than maxIndexLag bytes are unindexed, which
+// bounds that wait.
 
 const (
 	indexBatchDocs  = 32        // artifacts per index transaction at most
-	indexBatchBytes = 256 << 10 // and about this much text, so puts queued meanwhile wait little
+	indexBatchBytes = 256 << 10 // and about this much text per transaction
+	// maxIndexLag bounds how far the index trails the puts, in artifact bytes: past it a
+	// put waits for the indexer (backpressure). At the ~8 MB/s this pure-Go FTS5 indexes
+	// on one core of a busy 2-core machine, 48 MB is about 6 s of indexing: the longest a
+	// search waits for its own puts.
+	maxIndexLag = 48 << 20
 	// searchWait bounds how long a search waits for the indexer to reach its thread; past
-	// it the search answers from the index as it is.
-	searchWait = 5 * time.Second
+	// it the search answers from the index as it is. It is above the time maxIndexLag
+	// takes to index, so read-your-writes holds under any load the bound admits.
+	searchWait = 30 * time.Second
+	// SearchDBFile is the search index's file in the store's directory.
+	SearchDBFile = "search.db"
 )
+
+// searchSchemaVersion is search.db's layout (PRAGMA user_version); a file of another
+// version, or one that belongs to another relay.db, is deleted and rebuilt.
+const searchSchemaVersion = 1
+
+// searchSchema is the index: docs maps an index rowid ((thread number << 32) + sequence in
+// the thread, so the thread filter is a rowid range) to its artifact; artifact_fts is an
+// external-content FTS5 index over the view src, whose body column reads the artifact's
+// text from relay.db through relay_artifact_text (created at open: it names this open's
+// token), so the index keeps no second copy of the text.
+const searchSchema = `
+CREATE TABLE IF NOT EXISTS docs (
+	fts_rowid INTEGER PRIMARY KEY,
+	ref       TEXT NOT NULL,
+	name      TEXT NOT NULL,
+	ty        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS fts_threads (
+	thread_id TEXT PRIMARY KEY,
+	n         INTEGER NOT NULL UNIQUE,
+	seq       INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS progress (
+	id    INTEGER PRIMARY KEY CHECK (id = 1),
+	store TEXT NOT NULL,
+	done  INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS artifact_fts USING fts5(name, body, ty,
+	content = 'src', content_rowid = 'fts_rowid', ` + searchTokenizer + `, prefix = '3 4');
+`
+
+// artifactTextFunc is relay_artifact_text(token, ref): the text of relay.db's artifact ref
+// as the index saw it, for snippets. token names the open store (search.db's view is
+// recreated with a fresh one at every open), so stores open side by side in one process
+// each read their own relay.db.
+const artifactTextFunc = "relay_artifact_text"
+
+var openStores sync.Map // token → *SQLite
 
 type indexer struct {
 	kick chan struct{}
 	quit chan struct{}
 	done chan struct{}
 
+	mark    atomic.Int64 // relay.db artifact rowid up to which the index is complete
+	pending atomic.Int64 // bytes of artifacts put but not yet indexed (about)
+
 	mu       sync.Mutex
-	progress chan struct{}  // closed (and replaced) after every index commit
-	prefer   map[string]int // threads searches are waiting for, indexed first
-	lastErr  error
+	progress chan struct{} // closed (and replaced) after every index commit
+	lastErr  error         // of the last batch: while set, puts are not held back
 }
 
 func newIndexer() *indexer {
 	return &indexer{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		progress: make(chan struct{}), prefer: map[string]int{}}
+		progress: make(chan struct{})}
 }
 
-// wake asks the indexer to look for pending artifacts; it never blocks.
+// wake asks the indexer to look for new artifacts; it never blocks.
 func (x *indexer) wake() {
 	select {
 	case x.kick <- struct{}{}:
@@ -62,27 +125,167 @@ func (x *indexer) signal(err error) {
 	x.mu.Unlock()
 }
 
-// preferred returns a thread a search is waiting for, if any.
-func (x *indexer) preferred() string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for id := range x.prefer {
-		return id
+// openSearchDB opens (creating or rebuilding when needed) search.db for the store whose
+// relay.db carries storeID, and recreates the content view for this open's token.
+func (s *SQLite) openSearchDB(storeID string) error {
+	path := filepath.Join(s.home, SearchDBFile)
+	for attempt := 0; ; attempt++ {
+		err := s.tryOpenSearchDB(path, storeID)
+		if err == nil {
+			return nil
+		}
+		if attempt > 0 {
+			return fmt.Errorf("open search index %s: %w", path, err)
+		}
+		// The index is derived data: a damaged or foreign one is dropped and rebuilt.
+		s.closeSearchDB()
+		for _, suf := range []string{"", "-wal", "-shm"} {
+			if rerr := os.Remove(path + suf); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				return fmt.Errorf("open search index %s: %w (and removing it failed: %v)", path, err, rerr)
+			}
+		}
 	}
-	return ""
 }
 
-func (x *indexer) want(id string, on bool) {
-	x.mu.Lock()
-	if on {
-		x.prefer[id]++
-	} else if x.prefer[id]--; x.prefer[id] <= 0 {
-		delete(x.prefer, id)
+// errRebuild marks a search.db that must be rebuilt from relay.db.
+var errRebuild = errors.New("the search index belongs to another store or layout")
+
+func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
+	if err := ensurePrivate(path); err != nil {
+		return err
 	}
-	x.mu.Unlock()
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)") // derived data: see the comment at the top
+		q.Add("_pragma", "busy_timeout(10000)")
+		for _, e := range extra {
+			q.Add("_pragma", e)
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+	xw, err := sql.Open("sqlite", dsn())
+	if err != nil {
+		return err
+	}
+	xw.SetMaxOpenConns(1)
+	xw.SetConnMaxIdleTime(0)
+	s.xw = xw
+	xr, err := sql.Open("sqlite", dsn("query_only(1)", fmt.Sprintf("cache_size(%d)", -readerCacheKB)))
+	if err != nil {
+		return err
+	}
+	xr.SetMaxOpenConns(8)
+	xr.SetMaxIdleConns(2)
+	xr.SetConnMaxIdleTime(30 * time.Second)
+	s.xr = xr
+
+	ctx := context.Background()
+	var version int
+	if err := xw.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version != 0 && version != searchSchemaVersion {
+		return errRebuild
+	}
+	var maxRowid int64
+	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(rowid), 0) FROM artifacts`).Scan(&maxRowid); err != nil {
+		return err
+	}
+	tok := make([]byte, 12)
+	rand.Read(tok)
+	s.token = hex.EncodeToString(tok)
+	tx, err := xw.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, searchSchema); err != nil {
+		return err
+	}
+	var store string
+	var mark int64
+	switch err := tx.QueryRowContext(ctx, `SELECT store, done FROM progress WHERE id = 1`).Scan(&store, &mark); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO progress(id, store, done) VALUES (1, ?, 0)`, storeID); err != nil {
+			return err
+		}
+		store = storeID
+	case err != nil:
+		return err
+	}
+	if store != storeID || mark > maxRowid { // another relay.db, or one restored from an older copy
+		return errRebuild
+	}
+	// The token is hex this process made, so it is safe to splice into the view.
+	if _, err := tx.ExecContext(ctx, `DROP VIEW IF EXISTS src;
+		CREATE VIEW src AS SELECT fts_rowid, name, `+artifactTextFunc+`('`+s.token+`', ref) AS body, ty FROM docs;
+		PRAGMA user_version = `+fmt.Sprint(searchSchemaVersion)); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.idx.mark.Store(mark)
+	var pending int64
+	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(size + length(name)), 0) FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark).Scan(&pending); err != nil {
+		return err
+	}
+	s.idx.pending.Store(pending)
+	for _, q := range []string{sqlNextSeq, sqlIndexDoc, sqlIndexRow, sqlIndexMark} {
+		st, err := xw.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		s.xstmts[q] = st
+	}
+	openStores.Store(s.token, s)
+	return nil
 }
 
-// runIndexer indexes pending artifacts until the store closes.
+func (s *SQLite) closeSearchDB() error {
+	if s.token != "" {
+		openStores.Delete(s.token)
+	}
+	for q, st := range s.xstmts {
+		st.Close()
+		delete(s.xstmts, q)
+	}
+	var errs []error
+	if s.xr != nil {
+		errs = append(errs, s.xr.Close())
+		s.xr = nil
+	}
+	if s.xw != nil {
+		errs = append(errs, s.xw.Close())
+		s.xw = nil
+	}
+	return errors.Join(errs...)
+}
+
+// artifactText is relay_artifact_text for the store of token.
+func artifactText(token, ref string) (string, error) {
+	v, ok := openStores.Load(token)
+	if !ok {
+		return "", nil // a stale view (another open): no snippet rather than a failed search
+	}
+	s := v.(*SQLite)
+	var typ string
+	var content []byte
+	var enc int
+	err := s.r.QueryRowContext(context.Background(), `SELECT a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref WHERE a.ref = ?`, ref).
+		Scan(&typ, &content, &enc)
+	if err != nil {
+		return "", nil // a missing or unreadable artifact has no snippet; the hit stands
+	}
+	text, err := searchText(typ, content, enc)
+	if err != nil {
+		return "", nil
+	}
+	return text, nil
+}
+
+// runIndexer indexes new artifacts until the store closes.
 func (s *SQLite) runIndexer() {
 	x := s.idx
 	defer close(x.done)
@@ -93,7 +296,7 @@ func (s *SQLite) runIndexer() {
 			return
 		}
 		for {
-			n, err := s.indexBatch(context.Background(), x.preferred())
+			n, err := s.indexBatch(context.Background())
 			x.signal(err)
 			if err != nil || n == 0 {
 				break // a failed batch is retried at the next put or search
@@ -108,25 +311,29 @@ func (s *SQLite) runIndexer() {
 }
 
 type pendingDoc struct {
-	rowid               int64
+	rowid, size         int64
 	threadID, typ, name string
-	content             []byte
-	enc                 int
+	ref                 string
 }
 
-// indexBatch indexes up to indexBatchDocs pending artifacts (of thread first, when given)
-// in one write transaction and returns how many it indexed.
-func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
-	q := `SELECT a.rowid, a.thread_id, a.type, a.name, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
-		WHERE a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`
-	args := []any{indexBatchDocs}
-	if thread != "" {
-		q = `SELECT a.rowid, a.thread_id, a.type, a.name, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
-		WHERE a.thread_id = ? AND a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`
-		args = []any{thread, indexBatchDocs}
-	}
-	// Read and decode outside the write lock; only the index inserts hold it.
-	rows, err := s.r.QueryContext(ctx, q, args...)
+// The indexer's statements on search.db, prepared once at open (parsing them took more
+// CPU than the insert itself).
+const (
+	sqlNextSeq = `INSERT INTO fts_threads(thread_id, n, seq)
+		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
+		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`
+	sqlIndexDoc  = `INSERT INTO docs(fts_rowid, ref, name, ty) VALUES (?,?,?,?)`
+	sqlIndexRow  = `INSERT INTO artifact_fts(rowid, name, body, ty) VALUES (?,?,?,?)`
+	sqlIndexMark = `UPDATE progress SET done = ? WHERE id = 1`
+)
+
+// indexBatch indexes up to indexBatchDocs new artifacts in one search.db transaction and
+// returns how many it read (0: the index is complete).
+func (s *SQLite) indexBatch(ctx context.Context) (int, error) {
+	mark := s.idx.mark.Load()
+	rows, err := s.r.QueryContext(ctx, `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, c.content, c.enc
+		FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
+		WHERE a.rowid > ? AND a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`, mark, indexBatchDocs)
 	if err != nil {
 		return 0, fmt.Errorf("read artifacts to index: %w", err)
 	}
@@ -135,15 +342,16 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	total := 0
 	for rows.Next() && total < indexBatchBytes {
 		var d pendingDoc
-		if err := rows.Scan(&d.rowid, &d.threadID, &d.typ, &d.name, &d.content, &d.enc); err != nil {
+		var content []byte
+		var enc int
+		if err := rows.Scan(&d.rowid, &d.threadID, &d.typ, &d.name, &d.ref, &d.size, &content, &enc); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("read artifacts to index: %w", err)
 		}
-		body, err := searchText(d.typ, d.content, d.enc)
+		body, err := searchText(d.typ, content, enc)
 		if err != nil {
 			body = "" // undecodable content stays findable by name
 		}
-		d.content = nil
 		docs = append(docs, d)
 		bodies = append(bodies, body)
 		total += len(body) + len(d.name)
@@ -153,60 +361,66 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		return 0, fmt.Errorf("read artifacts to index: %w", err)
 	}
 	if len(docs) == 0 {
-		if thread != "" {
-			return s.indexBatch(ctx, "") // the preferred thread is done; go on with the rest
-		}
+		// Caught up. The byte count is kept by hand (puts add, batches subtract); squaring it
+		// here stops drift, at worst forgetting a put that committed during this read.
+		s.idx.pending.Store(0)
 		return 0, nil
 	}
-	indexed := 0
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
-		indexed = 0
-		for i, d := range docs {
-			var n, seq int64
-			if err := s.queryRow(ctx, tx, sqlNextSeq, d.threadID).Scan(&n, &seq); err != nil {
-				return nil, fmt.Errorf("index artifact: %w", err)
-			}
-			lo, _ := threadRange(n)
-			r, err := s.exec(ctx, tx, sqlMarkIndexed, lo+seq, d.rowid)
-			if err != nil {
-				return nil, fmt.Errorf("index artifact: %w", err)
-			}
-			if k, _ := r.RowsAffected(); k != 1 {
-				continue // indexed meanwhile (cannot happen with one indexer, but never index twice)
-			}
-			if _, err := s.exec(ctx, tx, sqlIndexRow, lo+seq, d.name, bodies[i], d.typ); err != nil {
-				return nil, fmt.Errorf("index artifact: %w", err)
-			}
-			indexed++
+	tx, err := s.xw.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("index artifacts: %w", err)
+	}
+	defer tx.Rollback()
+	st := func(q string) *sql.Stmt { return tx.StmtContext(ctx, s.xstmts[q]) }
+	var bytes int64
+	for i, d := range docs {
+		var n, seq int64
+		if err := st(sqlNextSeq).QueryRowContext(ctx, d.threadID).Scan(&n, &seq); err != nil {
+			return 0, fmt.Errorf("index artifact: %w", err)
 		}
-		return nil, nil
-	})
-	return indexed, err
+		lo, _ := threadRange(n)
+		if _, err := st(sqlIndexDoc).ExecContext(ctx, lo+seq, d.ref, d.name, d.typ); err != nil {
+			return 0, fmt.Errorf("index artifact: %w", err)
+		}
+		if _, err := st(sqlIndexRow).ExecContext(ctx, lo+seq, d.name, bodies[i], d.typ); err != nil {
+			return 0, fmt.Errorf("index artifact: %w", err)
+		}
+		bytes += d.size + int64(len(d.name))
+	}
+	last := docs[len(docs)-1].rowid
+	if _, err := st(sqlIndexMark).ExecContext(ctx, last); err != nil {
+		return 0, fmt.Errorf("index artifacts: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("index artifacts: %w", err)
+	}
+	s.idx.mark.Store(last)
+	s.idx.pending.Add(-bytes)
+	return len(docs), nil
 }
 
 // waitIndexed waits until every artifact of the thread committed before the call is in
 // the search index, or searchWait passed (then the search answers from the index as it is).
 func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
-	deadline := time.NewTimer(searchWait)
+	var need sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT max(rowid) FROM artifacts WHERE thread_id = ? AND fts_rowid IS NULL AND rowid > ?`,
+		threadID, s.idx.mark.Load()).Scan(&need); err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	if !need.Valid {
+		return nil
+	}
+	return s.waitMark(ctx, need.Int64, searchWait)
+}
+
+// waitMark waits until the index covers relay.db artifact rowid, or d passed.
+func (s *SQLite) waitMark(ctx context.Context, rowid int64, d time.Duration) error {
+	deadline := time.NewTimer(d)
 	defer deadline.Stop()
-	wanted := false
-	defer func() {
-		if wanted {
-			s.idx.want(threadID, false)
-		}
-	}()
 	for {
 		ch := s.idx.progressed()
-		var pending int
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM artifacts WHERE thread_id = ? AND fts_rowid IS NULL`, threadID).Scan(&pending); err != nil {
-			return fmt.Errorf("search: %w", err)
-		}
-		if pending == 0 {
+		if s.idx.mark.Load() >= rowid {
 			return nil
-		}
-		if !wanted {
-			s.idx.want(threadID, true)
-			wanted = true
 		}
 		s.idx.wake()
 		select {
@@ -219,12 +433,31 @@ func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
 	}
 }
 
+// waitIndexRoom holds a put while the index trails by more than maxIndexLag bytes (not
+// while the indexer fails: a broken index must not stop writes).
+func (s *SQLite) waitIndexRoom(ctx context.Context) error {
+	for s.idx.pending.Load() > maxIndexLag {
+		s.idx.mu.Lock()
+		ch, failing := s.idx.progress, s.idx.lastErr != nil
+		s.idx.mu.Unlock()
+		if failing || s.idx.pending.Load() <= maxIndexLag {
+			return nil
+		}
+		s.idx.wake()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.idx.quit:
+			return errClosed
+		}
+	}
+	return nil
+}
+
 // IndexPending reports how many artifacts wait for the search index (stats, doctor).
 func (s *SQLite) IndexPending(ctx context.Context) (int, error) {
 	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM artifacts WHERE fts_rowid IS NULL`).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, s.idx.mark.Load()).Scan(&n)
 	return n, err
 }

@@ -81,4 +81,5 @@ var migrations = []migration{
 	{"0120_a2a", hopSchema},
 	{"0200_search_background_external", searchMigration0200},
 	{"0201_search_prefix_index", searchMigration0201},
+	{"0300_search_own_file", searchMigration0300},
 }

@@ -75,18 +75,22 @@ CREATE VIRTUAL TABLE artifact_fts USING fts5(name, body, ty,
 	content = 'artifact_fts_src', content_rowid = 'fts_rowid', ` + searchTokenizer + `);
 `
 
+// searchMigration0300 moves the search index out of relay.db into search.db (indexer.go):
+// its transactions no longer hold the store's writer. fts_rowid keeps one meaning in
+// relay.db: 0 for an artifact never indexed (search results), NULL for one the indexer
+// takes once it passes its rowid. store_meta gives the store an id, so a search.db is
+// never used with another relay.db.
+const searchMigration0300 = `DROP TABLE IF EXISTS artifact_fts;
+DROP VIEW IF EXISTS artifact_fts_src;
+DROP TABLE IF EXISTS fts_threads;
+DROP INDEX IF EXISTS artifacts_fts_rowid;
+UPDATE artifacts SET fts_rowid = NULL WHERE fts_rowid > 0;
+CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO store_meta(key, value) VALUES ('id', lower(hex(randomblob(16))));
+`
+
 // threadRange returns the rowid range of a thread's artifacts.
 func threadRange(n int64) (lo, hi int64) { return n << 32, n<<32 | 0xFFFFFFFF }
-
-// The indexer's statements, prepared once at open (parsing them took more CPU than the
-// insert itself).
-const (
-	sqlNextSeq = `INSERT INTO fts_threads(thread_id, n, seq)
-		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
-		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`
-	sqlIndexRow    = `INSERT INTO artifact_fts(rowid, name, body, ty) VALUES (?,?,?,?)`
-	sqlMarkIndexed = `UPDATE artifacts SET fts_rowid = ? WHERE rowid = ? AND fts_rowid IS NULL`
-)
 
 // ftsRowidFor is the fts_rowid a new artifact starts with: pending, or never indexed for
 // the search capability's own result lists, so a search never finds earlier searches.
@@ -165,7 +169,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if err := s.waitIndexed(ctx, threadID); err != nil {
 		return nil, err
 	}
-	db := s.r
+	db := s.xr
 	var n int64
 	switch err := db.QueryRowContext(ctx, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
 	case errors.Is(err, sql.ErrNoRows):
@@ -259,7 +263,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 		return nil, fmt.Errorf("search snippet: %w", err)
 	}
 	for i, id := range rowids {
-		if err := db.QueryRowContext(ctx, `SELECT ref, name, type FROM artifacts WHERE fts_rowid = ?`, id).Scan(&hits[i].Ref, &hits[i].Name, &hits[i].Type); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT ref, name, ty FROM docs WHERE fts_rowid = ?`, id).Scan(&hits[i].Ref, &hits[i].Name, &hits[i].Type); err != nil {
 			return nil, fmt.Errorf("search: read hit: %w", err)
 		}
 		snip := snips[i]
@@ -278,7 +282,7 @@ func (s *SQLite) SearchScope(ctx context.Context, threadID string) (string, erro
 		return "", err
 	}
 	var seq int64
-	err := s.r.QueryRowContext(ctx, `SELECT seq FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&seq)
+	err := s.xr.QueryRowContext(ctx, `SELECT seq FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", err
 	}
@@ -288,10 +292,8 @@ func (s *SQLite) SearchScope(ctx context.Context, threadID string) (string, erro
 // OptimizeSearch merges the index into one segment (FTS5 'optimize'): queries walk one
 // b-tree instead of one per segment. It rewrites the whole index, so run it when idle.
 func (s *SQLite) OptimizeSearch(ctx context.Context) error {
-	return s.WriteTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(artifact_fts) VALUES ('optimize')`)
-		return err
-	})
+	_, err := s.xw.ExecContext(ctx, `INSERT INTO artifact_fts(artifact_fts) VALUES ('optimize')`)
+	return err
 }
 
 // CheckFTS reports whether this build's SQLite has FTS5 with the tokenizer search uses.

@@ -80,6 +80,9 @@ type SQLite struct {
 
 	idx        *indexer // the background search indexer (indexer.go)
 	idxRunning bool
+	xw, xr     *sql.DB              // search.db: the indexer's writer, the searches' readers
+	xstmts     map[string]*sql.Stmt // the indexer's prepared statements
+	token      string               // names this open in search.db's content view
 }
 
 // cached is an immutable snapshot of a thread's latest state; replaced, never mutated
@@ -203,13 +206,22 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	}
 	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now,
 		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, relayhome.ThreadsDir), opt.Mirror), idx: newIndexer(),
-		stmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
+		stmts: map[string]*sql.Stmt{}, xstmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
 	if err := s.migrate(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	if err := s.prepare(context.Background()); err != nil {
+		s.Close()
+		return nil, err
+	}
+	var storeID string
+	if err := s.r.QueryRow(`SELECT value FROM store_meta WHERE key = 'id'`).Scan(&storeID); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: read its id: %w", path, err)
+	}
+	if err := s.openSearchDB(storeID); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -319,7 +331,7 @@ func (s *SQLite) Close() error {
 		st.Close()
 	}
 	s.mirror.close()
-	return errors.Join(s.ck.Close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.closeSearchDB(), s.ck.Close(), s.r.Close(), s.w.Close())
 }
 
 // stamp is the current time truncated to milliseconds, so replayed versions stamp the same text.
@@ -823,6 +835,12 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 		Hash: hex.EncodeToString(sum[:]), Preview: memory.MakePreview(typ, p.Content),
 		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
 	srcRefs, _ := json.Marshal(refs)
+	indexed := p.Capability != memory.SearchCapability // search result lists are never indexed
+	if indexed {
+		if err := s.waitIndexRoom(ctx); err != nil {
+			return memory.Artifact{}, err
+		}
+	}
 	enc, stored := encodeContent(p.Content) // before taking the writer: compression runs in parallel
 
 	var out memory.Artifact
@@ -871,7 +889,8 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 			s.mirror.artifact(a, p.Content)
 			s.mirror.event(ev)
 			s.broker.Notify(id)
-			if a.Provenance.Capability != memory.SearchCapability {
+			if indexed {
+				s.idx.pending.Add(a.Size + int64(len(a.Name)))
 				s.idx.wake()
 			}
 		}, nil
@@ -1115,9 +1134,11 @@ func (s *SQLite) Stats(ctx context.Context) (memory.StoreStats, error) {
 	if err != nil {
 		return st, fmt.Errorf("read store stats: %w", err)
 	}
-	for _, suf := range []string{"", "-wal", "-shm"} {
-		if fi, err := os.Stat(s.path + suf); err == nil {
-			st.Bytes += fi.Size()
+	for _, p := range []string{s.path, filepath.Join(s.home, SearchDBFile)} {
+		for _, suf := range []string{"", "-wal", "-shm"} {
+			if fi, err := os.Stat(p + suf); err == nil {
+				st.Bytes += fi.Size()
+			}
 		}
 	}
 	return st, nil

@@ -1,0 +1,136 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// TestPutsDoNotWaitForTheIndexer: with the indexer's writer held (an index commit that never
+// ends), puts still commit; the search after them waits for the index and finds them all.
+func TestPutsDoNotWaitForTheIndexer(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	tx, err := st.xw.BeginTx(ctx, nil) // database/sql hands this, the only writer connection, to no one else
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`UPDATE progress SET done = done`); err != nil { // take search.db's write lock
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, w := range []string{"alpha", "bravo", "charlie"} {
+		if _, err := st.PutArtifact(pctx, tid, memory.PutArtifactParams{Name: w + ".md", Type: "markdown", Content: []byte("the word " + w)}); err != nil {
+			t.Fatalf("put while the index is busy: %v", err)
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"alpha", "bravo", "charlie"} {
+		hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: w})
+		if err != nil || len(hits) != 1 || hits[0].Name != w+".md" || !strings.Contains(hits[0].Snippet, w) {
+			t.Fatalf("search %s: %+v %v", w, hits, err)
+		}
+	}
+}
+
+// TestIndexLagHoldsPuts: past maxIndexLag unindexed bytes a put waits for the indexer (here
+// until its deadline, the indexer being held), and goes through once the index catches up.
+func TestIndexLagHoldsPuts(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	tx, err := st.xw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`UPDATE progress SET done = done`); err != nil {
+		t.Fatal(err)
+	}
+	// One artifact to index, so the indexer is stuck on the held writer, and a count past the bound.
+	put(t, st, tid, "first.md", "markdown", "first")
+	st.idx.pending.Store(maxIndexLag + 1)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = st.PutArtifact(short, tid, memory.PutArtifactParams{Name: "held.md", Type: "markdown", Content: []byte("held")})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("put past the lag bound: %v, want it held until its deadline", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// The indexer finds nothing to do, squares its count and lets the put through.
+	if _, err := st.PutArtifact(ctx, tid, memory.PutArtifactParams{Name: "free.md", Type: "markdown", Content: []byte("free")}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "free"}); err != nil || len(hits) != 1 {
+		t.Fatalf("search: %v %v", refs(hits), err)
+	}
+}
+
+// TestSearchIndexRebuilt: search.db is derived data. Deleted, or copied from another store,
+// it is rebuilt from relay.db at open; a store reopened keeps using its own.
+func TestSearchIndexRebuilt(t *testing.T) {
+	ctx := context.Background()
+	homeA, homeB := t.TempDir(), t.TempDir()
+	open := func(home string) *SQLite {
+		st, err := OpenSQLite(home, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	a, b := open(homeA), open(homeB)
+	ta, tb := newThread(t, a), newThread(t, b)
+	put(t, a, ta, "a.md", "markdown", "zebra from a")
+	put(t, b, tb, "b.md", "markdown", "zebra from b")
+	for _, c := range []struct {
+		st  *SQLite
+		tid string
+	}{{a, ta}, {b, tb}} {
+		if hits, err := c.st.Search(ctx, c.tid, memory.SearchQuery{Query: "zebra"}); err != nil || len(hits) != 1 {
+			t.Fatalf("search: %v %v", refs(hits), err)
+		}
+	}
+	a.Close()
+	b.Close()
+	// B's index file put in A's home: A must not use it.
+	for _, suf := range []string{"", "-wal", "-shm"} {
+		os.Remove(filepath.Join(homeA, SearchDBFile+suf))
+		if data, err := os.ReadFile(filepath.Join(homeB, SearchDBFile+suf)); err == nil {
+			if err := os.WriteFile(filepath.Join(homeA, SearchDBFile+suf), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a = open(homeA)
+	hits, err := a.Search(ctx, ta, memory.SearchQuery{Query: "zebra"})
+	if err != nil || len(hits) != 1 || hits[0].Name != "a.md" || !strings.Contains(hits[0].Snippet, "from a") {
+		t.Fatalf("A with B's index: %+v %v", hits, err)
+	}
+	a.Close()
+	for _, suf := range []string{"", "-wal", "-shm"} {
+		os.Remove(filepath.Join(homeA, SearchDBFile+suf))
+	}
+	a = open(homeA)
+	hits, err = a.Search(ctx, ta, memory.SearchQuery{Query: "zebra"})
+	if err != nil || len(hits) != 1 || hits[0].Name != "a.md" {
+		t.Fatalf("A with its index deleted: %+v %v", hits, err)
+	}
+	put(t, a, ta, "a2.md", "markdown", "zebra again")
+	a.Close()
+	a = open(homeA)
+	defer a.Close()
+	if hits, err := a.Search(ctx, ta, memory.SearchQuery{Query: "zebra"}); err != nil || len(hits) != 2 {
+		t.Fatalf("A reopened: %v %v", refs(hits), err)
+	}
+}
