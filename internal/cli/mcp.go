@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/apply/patch"
@@ -46,8 +45,7 @@ thread per project, remembered in .relaycode/thread.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s := mcp.New(mcpJobs(f))
 			in, out := f.IO.In, f.IO.Out
-			t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
-			err := s.Run(cmd.Context(), t)
+			err := s.Run(cmd.Context(), &mcp.Stdio{In: in, Out: out})
 			if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 				return nil
 			}
@@ -55,10 +53,6 @@ thread per project, remembered in .relaycode/thread.`,
 		},
 	}
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 func mcpJobs(f *Factory) mcp.Jobs {
 	mem := &mcpMemory{f: f}

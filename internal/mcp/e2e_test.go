@@ -121,7 +121,7 @@ func (w *world) run(t *testing.T, name string, args ...string) string {
 	return out.String()
 }
 
-func (w *world) connect(t *testing.T, opts *sdk.ClientOptions) *sdk.ClientSession {
+func (w *world) connect(t *testing.T, opts *sdk.ClientOptions, session ...*sdk.ClientSessionOptions) *sdk.ClientSession {
 	t.Helper()
 	cmd := exec.Command(w.relay, "mcp")
 	cmd.Dir, cmd.Env = w.project, w.env
@@ -130,7 +130,11 @@ func (w *world) connect(t *testing.T, opts *sdk.ClientOptions) *sdk.ClientSessio
 	c := sdk.NewClient(&sdk.Implementation{Name: "relay-e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	var so *sdk.ClientSessionOptions
+	if len(session) > 0 {
+		so = session[0]
+	}
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, so)
 	if err != nil {
 		t.Fatalf("connect to relay mcp: %v\n%s", err, stderr.String())
 	}
