@@ -385,7 +385,8 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	}
 	if opts.JSON {
 		return writeJSON(opts.F.IO.Out, map[string]any{"running": true, "url": st.URL, "version": st.Version, "pid": st.PID,
-			"started_at": st.StartedAt, "uptime_seconds": st.UptimeSeconds, "auth": st.Auth, "store": st.Store, "mirror_error": st.MirrorError})
+			"started_at": st.StartedAt, "uptime_seconds": st.UptimeSeconds, "auth": st.Auth, "store": st.Store, "mirror_error": st.MirrorError,
+			"store_error": st.StoreError, "listen": st.Listen})
 	}
 	w := opts.F.IO.Out
 	fmt.Fprintf(w, "relay daemon: running\n")
@@ -393,7 +394,21 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	fmt.Fprintf(w, "version:  %s\n", st.Version)
 	fmt.Fprintf(w, "pid:      %d\n", st.PID)
 	fmt.Fprintf(w, "uptime:   %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
-	fmt.Fprintf(w, "store:    %s (%s, %d threads, %d artifacts, %d events)\n", st.Store.Path, humanBytes(st.Store.Bytes), st.Store.Threads, st.Store.Artifacts, st.Store.Events)
+	if st.StoreError != "" {
+		fmt.Fprintf(w, "store:    %s (not answering)\n", st.Store.Path)
+		fmt.Fprintf(opts.F.IO.ErrOut, "Warning: %s\nTry: relay doctor (requests get 503 and Retry-After until it is back)\n", st.StoreError)
+	} else {
+		fmt.Fprintf(w, "store:    %s (%s, %d threads, %d artifacts, %d events)\n", st.Store.Path, humanBytes(st.Store.Bytes), st.Store.Threads, st.Store.Artifacts, st.Store.Events)
+	}
+	if l := st.Listen; l != nil && l.Connected {
+		fmt.Fprintf(w, "events:   hears the other daemons' events (connected %s", l.Since)
+		if l.Reconnects > 0 {
+			fmt.Fprintf(w, ", reconnected %d times", l.Reconnects)
+		}
+		fmt.Fprintln(w, ")")
+	} else if l != nil {
+		fmt.Fprintf(w, "events:   not hearing the other daemons' events since %s (reconnecting)\n", l.Since)
+	}
 	if st.MirrorError != "" {
 		fmt.Fprintf(opts.F.IO.ErrOut, "Warning: the human-readable mirror failed: %s\n", st.MirrorError)
 	}

@@ -91,3 +91,20 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("thread %s cannot be read: %s; export what still reads and start a new thread", e.ThreadID, e.Msg)
 }
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// TransientStore is a store whose failures can be temporary: a database server that
+// restarts, fails over or runs out of connections. The HTTP API answers such a failure with
+// 503 and Retry-After instead of 500, and event streams wait for the store instead of
+// ending.
+type TransientStore interface {
+	// Transient reports whether err, returned by the store, may go away by itself: the
+	// same request may succeed shortly. A write that failed so may or may not have been
+	// applied.
+	Transient(err error) bool
+}
+
+// IsTransient reports whether err, returned by st or by a layer over it, is temporary.
+func IsTransient(st Store, err error) bool {
+	ts, ok := st.(TransientStore)
+	return ok && err != nil && ts.Transient(err)
+}

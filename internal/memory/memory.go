@@ -64,6 +64,20 @@ type StoreInfo struct {
 	Location string `json:"location"` // a file path, or a URL without its password
 	// MirrorError is the last failure of the human-readable file mirror, if any.
 	MirrorError string `json:"mirror_error,omitempty"`
+	// Listen is how a store shared by several daemons hears the others' events; nil for a
+	// store only this daemon writes.
+	Listen *ListenInfo `json:"listen,omitempty"`
+}
+
+// ListenInfo is the state of a shared store's event notifications.
+type ListenInfo struct {
+	// Connected is false while the connection that receives the notifications is down
+	// (followers of this daemon then see other daemons' events only once it is back).
+	Connected bool `json:"connected"`
+	// Since is when the connection was last made, or lost when Connected is false.
+	Since Time `json:"since"`
+	// Reconnects counts the times it was made again after being lost.
+	Reconnects int `json:"reconnects"`
 }
 
 // Thread is a thread's summary row.

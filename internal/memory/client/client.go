@@ -73,7 +73,31 @@ type APIError struct {
 	CurrentVersion int    // version_conflict
 	Op             *int   // invalid_patch / test_failed
 	Path           string // invalid_patch / test_failed
+	// RetryAfter is the daemon's Retry-After (503 unavailable: its store's database is
+	// restarting or unreachable), zero when it sent none.
+	RetryAfter time.Duration
 }
+
+// Unavailable reports whether err is the daemon's 503: its store did not answer, and the
+// request may succeed when repeated after RetryAfter.
+func Unavailable(err error) (retryAfter time.Duration, ok bool) {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
+		return 0, false
+	}
+	if ae.RetryAfter <= 0 {
+		return time.Second, true
+	}
+	return ae.RetryAfter, true
+}
+
+// readRetries is how often a read answered 503 is repeated (after each Retry-After, at most
+// maxRetryWait apart) before the error is returned: a database restart usually takes a
+// second or two.
+const (
+	readRetries  = 4
+	maxRetryWait = 2 * time.Second
+)
 
 func (e *APIError) Error() string { return e.Message }
 
@@ -103,8 +127,25 @@ type Request struct {
 	Headers map[string]string
 }
 
-// Do sends req and returns the response; non-2xx answers become *APIError.
+// Do sends req and returns the response; non-2xx answers become *APIError. A read (GET
+// or HEAD without a body) answered 503 is repeated after the daemon's Retry-After a few
+// times; a write is not, since it may have been applied.
 func (c *Client) Do(ctx context.Context, req Request) (*http.Response, error) {
+	for try := 0; ; try++ {
+		resp, err := c.do(ctx, req)
+		wait, unavailable := Unavailable(err)
+		if !unavailable || try == readRetries || req.Body != nil || (req.Method != http.MethodGet && req.Method != http.MethodHead) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(wait, maxRetryWait)):
+		}
+	}
+}
+
+func (c *Client) do(ctx context.Context, req Request) (*http.Response, error) {
 	if c.offline != nil {
 		return nil, &UnreachableError{URL: c.BaseURL, Err: c.offline}
 	}
@@ -151,7 +192,11 @@ func decodeError(resp *http.Response) error {
 			Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
 	}
 	e := body.Error
-	return &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message, CurrentVersion: e.CurrentVersion, Op: e.Op, Path: e.Path}
+	ae := &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message, CurrentVersion: e.CurrentVersion, Op: e.Op, Path: e.Path}
+	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 && n <= 3600 {
+		ae.RetryAfter = time.Duration(n) * time.Second
+	}
+	return ae
 }
 
 func (c *Client) getJSON(ctx context.Context, path string, out any) error {
@@ -202,6 +247,10 @@ type Status struct {
 	Auth          bool              `json:"auth"`
 	Store         memory.StoreStats `json:"store"`
 	MirrorError   string            `json:"mirror_error"`
+	// StoreError says the store did not answer (Store then holds only its location).
+	StoreError string `json:"store_error,omitempty"`
+	// Listen is the state of a shared store's notifications from other daemons.
+	Listen *memory.ListenInfo `json:"listen,omitempty"`
 }
 
 // Status calls GET /status.
@@ -413,9 +462,19 @@ func (c *Client) Stream(ctx context.Context, id string, after int64, fn func(mem
 			after, retry = last, 0
 		}
 		var ae *APIError
+		wait, unavailable := Unavailable(err)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case unavailable:
+			// The daemon is up but its store is not (a database restart): a follower
+			// waits for it, however long, and resumes from the last event it saw.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(min(wait, maxRetryWait)):
+			}
+			continue
 		case errors.As(err, &ae), errors.Is(err, errStop):
 			return err
 		case err != nil && retry >= 5:

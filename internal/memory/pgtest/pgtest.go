@@ -48,6 +48,10 @@ type Server struct {
 	// exited is closed when the server process ends.
 	exited chan struct{}
 	logf   string
+
+	bin     string              // directory of initdb, postgres and pg_ctl
+	cred    *syscall.Credential // who the server runs as (nil: this user)
+	durable bool                // synchronous_commit on (see Private)
 }
 
 var (
@@ -202,8 +206,30 @@ func (s *Server) CreateDB(ctx context.Context, name string) (string, error) {
 	return u.String(), nil
 }
 
+// Private starts a server of t's own, stopped by t.Cleanup, for tests that stop and start
+// it (Stop, StartAgain) while daemons use it. Unlike the shared server it acknowledges a
+// commit only once its WAL is written (synchronous_commit on), so a stop in immediate mode,
+// which kills the server like a crash, keeps every commit it acknowledged, as a production
+// server does; fsync stays off, because the machine itself does not crash in these tests.
+// RELAY_TEST_POSTGRES does not apply: a test must not stop a server it did not start.
+func Private(t testing.TB) *Server {
+	t.Helper()
+	bin, err := Bin()
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	s, err := start(bin, true)
+	if err != nil {
+		t.Fatalf("start PostgreSQL: %v", err)
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
 // Start runs initdb and the server from binDir in a new temporary directory.
-func Start(binDir string) (*Server, error) {
+func Start(binDir string) (*Server, error) { return start(binDir, false) }
+
+func start(binDir string, durable bool) (*Server, error) {
 	dir, err := os.MkdirTemp("", "relay-pg-")
 	if err != nil {
 		return nil, err
@@ -227,36 +253,85 @@ func Start(binDir string) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, tail(out))
 	}
-	s := &Server{dir: dir, exited: make(chan struct{}), logf: filepath.Join(dir, "postgres.log")}
-	logFile, err := os.Create(s.logf)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	if cred != nil {
-		logFile.Chown(int(cred.Uid), int(cred.Gid))
-	}
-	// Tests kill relay daemons, never this server, so durability to the disk is not under
-	// test here; fsync off keeps 2-core CI fast.
-	s.cmd = exec.Command(filepath.Join(binDir, "postgres"), "-D", data,
-		"-c", "listen_addresses=", "-c", "unix_socket_directories="+dir, "-c", "port=5432",
-		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
-	s.cmd.Dir = dir
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := startLocked(s.cmd, func() { logFile.Close(); close(s.exited) }); err != nil {
-		logFile.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start postgres: %w", err)
-	}
+	s := &Server{dir: dir, logf: filepath.Join(dir, "postgres.log"), bin: binDir, cred: cred, durable: durable}
 	s.URL = (&url.URL{Scheme: "postgres", User: url.User("relay"), Path: "/postgres",
 		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}).String()
-	if err := s.waitReady(60 * time.Second); err != nil {
-		s.stop()
+	if err := s.run(); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
+}
+
+// run starts the server process on the data directory and waits until it accepts
+// connections.
+func (s *Server) run() error {
+	logFile, err := os.OpenFile(s.logf, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if s.cred != nil {
+		logFile.Chown(int(s.cred.Uid), int(s.cred.Gid))
+	}
+	// Tests kill relay daemons, not the machine, so durability to the disk is not under
+	// test here; fsync off keeps 2-core CI fast.
+	syncCommit := "off"
+	if s.durable {
+		syncCommit = "on"
+	}
+	s.exited = make(chan struct{})
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"),
+		"-c", "listen_addresses=", "-c", "unix_socket_directories="+s.dir, "-c", "port=5432",
+		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit="+syncCommit,
+		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	s.cmd.Dir = s.dir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	exited := s.exited
+	if err := startLocked(s.cmd, func() { logFile.Close(); close(exited) }); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	if err := s.waitReady(60 * time.Second); err != nil {
+		s.kill()
+		return err
+	}
+	return nil
+}
+
+// Stop stops a Private server with `pg_ctl stop -m mode` and waits until it has exited:
+// "fast" disconnects every client and rolls back their open transactions, "immediate"
+// kills the server processes like a crash (the next start replays the WAL). Stop and then
+// StartAgain is `pg_ctl restart -m mode`, with room in between to observe the clients
+// while no server answers; the server stays a child of the test binary, so it cannot
+// outlive it.
+func (s *Server) Stop(mode string) error {
+	if s.cmd == nil {
+		return errors.New("pgtest: Stop needs a server this test binary started (Private)")
+	}
+	ctl := exec.Command(filepath.Join(s.bin, "pg_ctl"), "stop", "-D", filepath.Join(s.dir, "data"), "-m", mode, "-w", "-t", "60")
+	ctl.Dir = s.dir
+	ctl.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	if out, err := ctl.CombinedOutput(); err != nil {
+		return fmt.Errorf("pg_ctl stop -m %s: %v: %s", mode, err, tail(out))
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(60 * time.Second):
+		return errors.New("pgtest: postgres did not exit after pg_ctl stop")
+	}
+}
+
+// StartAgain starts a server stopped by Stop on the same data directory and socket and
+// waits until it accepts connections.
+func (s *Server) StartAgain() error {
+	select {
+	case <-s.exited:
+	default:
+		return errors.New("pgtest: StartAgain needs a stopped server")
+	}
+	return s.run()
 }
 
 // waitReady connects until the server accepts connections, it exits, or the deadline.
@@ -287,17 +362,26 @@ func (s *Server) waitReady(limit time.Duration) error {
 
 func (s *Server) stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown: disconnect clients, stop cleanly
 		select {
 		case <-s.exited:
-		case <-time.After(30 * time.Second):
-			s.cmd.Process.Kill()
-			<-s.exited
+		default:
+			s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown: disconnect clients, stop cleanly
+			select {
+			case <-s.exited:
+			case <-time.After(30 * time.Second):
+				s.kill()
+			}
 		}
 	}
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}
+}
+
+// kill ends the server process and waits for it.
+func (s *Server) kill() {
+	s.cmd.Process.Kill()
+	<-s.exited
 }
 
 // startLocked starts cmd from a goroutine locked to its OS thread and waits for it there,

@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
@@ -64,6 +65,9 @@ type Store struct {
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 	closeOnce  sync.Once
+
+	lmu    sync.Mutex
+	listen memory.ListenInfo
 }
 
 // cached is a thread's decoded state at one version; replaced, never mutated. size bounds
@@ -125,7 +129,7 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	s.stopListen = cancel
 	s.listenDone = make(chan struct{})
 	ready := make(chan error, 1)
-	go s.listen(lctx, ready)
+	go s.listenLoop(lctx, ready)
 	if err := <-ready; err != nil {
 		s.Close()
 		return nil, fmt.Errorf("listen for events on %s: %w", s.url, err)
@@ -162,7 +166,20 @@ func (s *Store) Describe() memory.StoreInfo {
 	if s.blobs != nil {
 		loc += " (artifacts in " + s.blobs.String() + ")"
 	}
-	return memory.StoreInfo{Backend: "postgres", Location: loc}
+	s.lmu.Lock()
+	l := s.listen
+	s.lmu.Unlock()
+	return memory.StoreInfo{Backend: "postgres", Location: loc, Listen: &l}
+}
+
+// setListening records that the notification connection was made or lost.
+func (s *Store) setListening(up bool) {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	if up && !s.listen.Since.IsZero() {
+		s.listen.Reconnects++
+	}
+	s.listen.Connected, s.listen.Since = up, memory.Time{Time: s.now().UTC()}
 }
 
 // Blobs returns the bucket bodies are kept in, or nil when they are in the database.
@@ -183,11 +200,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// listen holds one connection LISTENing for event notifications from every daemon and wakes
-// the local followers of the thread named in each. When the connection drops it reconnects
-// and wakes every follower, who re-read from their last id: nothing is missed, at worst
-// a follower reads once for nothing.
-func (s *Store) listen(ctx context.Context, ready chan<- error) {
+// listenLoop holds one connection LISTENing for event notifications from every daemon and
+// wakes the local followers of the thread named in each. When the connection drops (the
+// server restarted or failed over, or the network failed) every pooled connection is
+// suspect too, so the pool is reset: the next requests connect afresh instead of failing
+// one by one on dead connections. It then reconnects, retrying at most a second apart,
+// and wakes every follower, who re-read from their last id: nothing is missed, at worst a
+// follower reads once for nothing.
+func (s *Store) listenLoop(ctx context.Context, ready chan<- error) {
 	defer close(s.listenDone)
 	first := true
 	delay := 50 * time.Millisecond
@@ -196,6 +216,7 @@ func (s *Store) listen(ctx context.Context, ready chan<- error) {
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+notifyChannel)
 			if err != nil {
+				conn.Conn().Close(context.Background())
 				conn.Release()
 			}
 		}
@@ -212,10 +233,11 @@ func (s *Store) listen(ctx context.Context, ready chan<- error) {
 				return
 			case <-time.After(delay):
 			}
-			delay = min(2*delay, 2*time.Second)
+			delay = min(2*delay, time.Second)
 			continue
 		}
 		delay = 50 * time.Millisecond
+		s.setListening(true)
 		s.broker.NotifyAll() // events may have been written while we were not listening
 		for {
 			n, err := conn.Conn().WaitForNotification(ctx)
@@ -227,6 +249,10 @@ func (s *Store) listen(ctx context.Context, ready chan<- error) {
 		// The connection is in an unknown state (or ctx ended): do not return it to the pool.
 		conn.Conn().Close(context.Background())
 		conn.Release()
+		if ctx.Err() == nil {
+			s.setListening(false)
+			s.pool.Reset()
+		}
 	}
 }
 
@@ -237,6 +263,11 @@ func (s *Store) stamp() memory.Time {
 // tx runs fn in a transaction; known store errors pass through, others get context.
 func (s *Store) tx(ctx context.Context, what string, fn func(pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, s.pool, fn)
+	if err != nil && pgconn.SafeToRetry(err) && ctx.Err() == nil {
+		// Nothing reached the server (a pooled connection was found dead as BEGIN was
+		// sent, typically right after a database restart): once more on a fresh one.
+		err = pgx.BeginFunc(ctx, s.pool, fn)
+	}
 	if err == nil {
 		return nil
 	}

@@ -176,7 +176,10 @@ func (x *capExt) handleCapList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func capError(err error) error {
+func (x *capExt) capError(err error) error {
+	if memory.IsTransient(x.s.store, err) {
+		return err // 503: the capability's own store write failed for now, not the capability
+	}
 	var ae *capability.ArgsError
 	var nf *capability.NotFoundError
 	var re *capability.ResultError
@@ -220,7 +223,7 @@ func (x *capExt) handleCapInvoke(w http.ResponseWriter, r *http.Request) error {
 	}
 	inv, err := x.reg.InvokeOpts(r.Context(), req.ThreadID, req.Capability, req.Args, req.NoCache)
 	if err != nil {
-		return capError(err)
+		return x.capError(err)
 	}
 	writeJSON(w, http.StatusOK, inv)
 	return nil
@@ -237,7 +240,7 @@ func (x *capExt) runEnvelope(ctx context.Context, e *a2a.Envelope) (json.RawMess
 	}
 	inv, err := x.reg.Invoke(ctx, e.ThreadID, e.ToCapability, e.Payload)
 	if err != nil {
-		return nil, capError(err)
+		return nil, x.capError(err)
 	}
 	return json.Marshal(inv)
 }

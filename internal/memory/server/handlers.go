@@ -37,16 +37,25 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
+	out := s.versionInfo()
 	st, err := s.store.Stats(r.Context())
-	if err != nil {
+	if err != nil && !memory.IsTransient(s.store, err) {
 		return err
 	}
-	out := s.versionInfo()
+	if err != nil {
+		// The daemon is up and says so; the store's figures wait for its database.
+		st.Path = s.store.Describe().Location
+		out["store_error"] = "the store is not answering (its database is restarting or unreachable): " + err.Error()
+	}
+	info := s.store.Describe()
 	out["pid"] = os.Getpid()
 	out["url"] = s.url
 	out["store"] = st
 	out["auth"] = len(s.token) > 0
-	out["mirror_error"] = s.store.Describe().MirrorError
+	out["mirror_error"] = info.MirrorError
+	if info.Listen != nil {
+		out["listen"] = info.Listen
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -166,6 +167,20 @@ func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) error) http.
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := toAPIError(err)
+	if e.Status >= 500 && memory.IsTransient(s.store, err) {
+		if r.Context().Err() != nil {
+			return
+		}
+		// The store's database is restarting or unreachable: the client should retry, and
+		// the log needs one line, not a stack of 500s.
+		s.log.Warn("store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
+			"code": "unavailable", "retry_after": retryAfterSeconds,
+			"message": "the store is not answering (its database is restarting or unreachable); retry in a moment. " +
+				"A write answered this way may or may not have been applied: read before repeating it"}})
+		return
+	}
 	if e.Status >= 500 {
 		if r.Context().Err() != nil {
 			return // the client went away; nothing to report
@@ -182,6 +197,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	writeJSON(w, e.Status, map[string]any{"error": body})
 }
+
+// retryAfterSeconds is the Retry-After of a 503: a restarting database is usually back
+// within a second or two.
+const retryAfterSeconds = 1
 
 func toAPIError(err error) *apiError {
 	var ae *apiError

@@ -53,14 +53,38 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
+	var wait time.Duration // backoff while the store is unavailable
 	for {
 		evs, err := s.store.Events(r.Context(), id, after, 500)
+		if err != nil && r.Context().Err() == nil && memory.IsTransient(s.store, err) {
+			// The database is restarting: keep the stream and read again once it answers,
+			// so the follower sees no gap and no error (a browser's EventSource would not
+			// reconnect after a 503).
+			if wait == 0 {
+				s.log.Warn("event stream waiting for the store", "thread", id, "err", err)
+			}
+			wait = min(max(2*wait, 50*time.Millisecond), time.Second)
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ping.C:
+				if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+					return nil
+				}
+				continue
+			case <-r.Context().Done():
+				return nil
+			case <-s.done:
+				return nil
+			}
+		}
 		if err != nil {
 			if r.Context().Err() == nil {
 				s.log.Error("event stream read failed", "thread", id, "err", err)
 			}
 			return nil // headers are sent; the client reconnects with Last-Event-ID
 		}
+		wait = 0
 		for _, e := range evs {
 			b, _ := json.Marshal(e)
 			if _, err := w.Write(sseFrame(strconv.FormatInt(e.ID, 10), e.Type, b)); err != nil {
