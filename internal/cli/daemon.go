@@ -384,9 +384,15 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		return ExitCode(exitNotRunning, ErrSilent)
 	}
 	if opts.JSON {
-		return writeJSON(opts.F.IO.Out, map[string]any{"running": true, "url": st.URL, "version": st.Version, "pid": st.PID,
-			"started_at": st.StartedAt, "uptime_seconds": st.UptimeSeconds, "auth": st.Auth, "store": st.Store, "mirror_error": st.MirrorError,
-			"store_error": st.StoreError, "listen": st.Listen})
+		out := map[string]any{"running": true, "url": st.URL, "version": st.Version, "pid": st.PID,
+			"started_at": st.StartedAt, "uptime_seconds": st.UptimeSeconds, "auth": st.Auth, "store": st.Store, "mirror_error": st.MirrorError}
+		if st.StoreError != "" {
+			out["store_error"] = st.StoreError
+		}
+		if st.Listen != nil {
+			out["listen"] = st.Listen
+		}
+		return writeJSON(opts.F.IO.Out, out)
 	}
 	w := opts.F.IO.Out
 	fmt.Fprintf(w, "relay daemon: running\n")
