@@ -202,11 +202,31 @@ func TestApplyFuzzyThreshold(t *testing.T) {
 	}
 }
 
+// A marker that is almost right is refused with its line: guessing what it
+// meant applied wrong edits on answers relay had not seen.
+func TestSearchReplaceMalformedMarkersRefused(t *testing.T) {
+	orig := "a\nb\nc\n"
+	for _, tc := range []struct{ body, line string }{
+		{"<<<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>> REPLACE\n", `line 1: malformed marker "<<<<<<<<< SEARCH"`},
+		{"<<<<<<<SEARCH\nb\n=======\nB\n>>>>>>> REPLACE\n", `line 1: malformed marker "<<<<<<<SEARCH"`},
+		{"<<<<< SEARCH\nb\n=======\nB\n>>>>>>> REPLACE\n", `line 1: malformed marker "<<<<< SEARCH"`},
+		{"<<<<<<< SEARCH\nb\n=======REPLACE\nB\n>>>>>>> REPLACE\n", `line 3: marker "=======REPLACE" inside a SEARCH section`},
+		{"<<<<<<< SEARCH\nb\n======= B\n>>>>>>> REPLACE\n", `line 3: marker "======= B"`},
+		{"<<<<<<< SEARCH\nb\n=========\nB\n>>>>>>> REPLACE\n", `line 3: marker "========="`},
+		{"<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>>>> REPLACE\n", `line 5: marker ">>>>>>>>> REPLACE"`},
+		{"<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>>REPLACE\n", `line 5: marker ">>>>>>>REPLACE"`},
+	} {
+		_, err := Apply(orig, true, MultiSearchReplace, tc.body, Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.line) {
+			t.Errorf("%q: err = %v, want a refusal naming %s", tc.body, err, tc.line)
+		}
+	}
+}
+
 func TestSearchReplaceMarkerVariants(t *testing.T) {
 	orig := "a\nb\nc\n"
 	for _, body := range []string{
 		"  <<<<<<< SEARCH  \nb\n  =======\nB\n  >>>>>>> REPLACE\n",
-		"<<<<<<<<< SEARCH\nb\n=========\nB\n>>>>>>>>> REPLACE\n",
 		"------- SEARCH\nb\n=======\nB\n+++++++ REPLACE\n",
 		"<<<<<<< SEARCH>\n:start_line:2\n-------\nb\n=======\nB\n>>>>>>> REPLACE\n",
 		"<<<<<<< SEARCH\n2 | b\n=======\n2 | B\n>>>>>>> REPLACE\n",

@@ -158,7 +158,10 @@ func (en *engine) blankTolerant(ix *index, e edit, q query) []placed {
 	if len(old) != end-start {
 		return nil
 	}
-	ps, _ := en.finish(ix, te, match{start: start, lv: mt.lv, sim: mt.sim})
+	ps, f := en.finish(ix, te, match{start: start, lv: mt.lv, sim: mt.sim})
+	if f != nil {
+		return nil
+	}
 	for i := range ps {
 		if !ps[i].already {
 			ps[i].method = "fuzzy" // blank lines differed from the file's

@@ -61,7 +61,7 @@ var deviations = map[string]string{
 
 const (
 	nlDev  = "final newline: the fixture drops the input's final newline; relay keeps it"
-	mixDev = "unchanged lines keep the file's own indentation; diff-apply re-indents them from the damaged SEARCH text"
+	mixDev = "SEARCH is off the file's indentation by different amounts, so where REPLACE's new lines go is a guess: relay refuses the block; the reference re-indents from the damaged SEARCH text"
 )
 
 type ccase struct {

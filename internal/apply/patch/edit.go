@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -28,6 +27,9 @@ var (
 	ErrEditNoOp = errors.New("old_string and new_string are identical")
 	// ErrEditEmptyOld: old_string is empty but the file is not (only a new or empty file can be written that way).
 	ErrEditEmptyOld = errors.New("old_string is empty")
+	// ErrEditIndent: old_string matched only with indentation ignored, and
+	// nothing in the edit says which indentation new_string is written in.
+	ErrEditIndent = errors.New("old_string matched only with indentation ignored")
 )
 
 // EditError says which edit failed and why; it wraps one of the ErrEdit* values.
@@ -163,7 +165,11 @@ func applyOneEditIn(content string, e Edit, lo, hi int) (string, BlockResult, er
 		at := 0
 		for _, l := range locs {
 			b.WriteString(content[at:l[0]])
-			b.WriteString(reindentEdit(content, l[0], content[l[0]:l[1]], old, nw, eol, lv))
+			r, why := reindentEdit(content, l[0], content[l[0]:l[1]], old, nw, eol, lv)
+			if why != "" {
+				return "", BlockResult{}, &EditError{Err: fmt.Errorf("%w: %s", ErrEditIndent, why)}
+			}
+			b.WriteString(r)
 			at = l[1]
 		}
 		b.WriteString(content[at:])
@@ -265,15 +271,15 @@ func editPattern(old string, indent bool) *regexp.Regexp {
 // repeats from old unchanged; with indentation tolerance, lines new adds or
 // changes are shifted by the difference between old's indentation and the
 // file's, so they keep their indentation relative to the matched text.
-func reindentEdit(content string, at int, matched, old, nw, eol string, lv level) string {
+func reindentEdit(content string, at int, matched, old, nw, eol string, lv level) (string, string) {
 	if lv == lvExact {
-		return nw
+		return nw, ""
 	}
 	oldL := strings.Split(strings.ReplaceAll(old, "\r\n", "\n"), "\n")
 	newL := strings.Split(strings.ReplaceAll(nw, "\r\n", "\n"), "\n")
 	fileL := strings.Split(strings.ReplaceAll(matched, "\r\n", "\n"), "\n")
 	if len(fileL) != len(oldL) {
-		return strings.Join(newL, eol) // cannot happen: the pattern matches one line per line
+		return strings.Join(newL, eol), "" // cannot happen: the pattern matches one line per line
 	}
 	// Only a match that starts at the beginning of a line says anything about its first line's indentation.
 	lineStart := at == 0 || content[at-1] == '\n'
@@ -295,6 +301,15 @@ func reindentEdit(content string, at int, matched, old, nw, eol string, lv level
 		pRef, fRef = leadingWS(toStyle(oldL[ref], fs, pu)), leadingWS(fileL[ref])
 	}
 	mapping := lcsMap(oldL, newL)
+	if ref >= 0 {
+		fr, why := reindentFrame(oldL, newL, fileL, mapping, pairChanged(oldL, newL, mapping), fs, !lineStart)
+		switch fr {
+		case frameRefuse:
+			return "", why
+		case frameLiteral:
+			ref = -1
+		}
+	}
 	out := make([]string, len(newL))
 	for j, nl := range newL {
 		if i := mapping[j]; i >= 0 {
@@ -306,7 +321,7 @@ func reindentEdit(content string, at int, matched, old, nw, eol string, lv level
 		}
 		out[j] = nl
 	}
-	return strings.Join(out, eol)
+	return strings.Join(out, eol), ""
 }
 
 // parseEditBody reads an edit strategy body: JSON (one edit, a list, or
@@ -413,7 +428,7 @@ func isEditJSON(lines []string) bool {
 }
 
 // applyEditStrategy is Apply for the edit strategy: edits apply whole or not
-// at all; an edit whose old and new text are identical is reported as a no-op.
+// at all; an edit whose old and new text are identical is refused.
 func applyEditStrategy(original string, body string) (Result, error) {
 	edits, err := parseEditBody(body)
 	if errors.Is(err, errCutOff) {
@@ -422,33 +437,19 @@ func applyEditStrategy(original string, body string) (Result, error) {
 	if err != nil {
 		return Result{}, formatError(EditStrategy, "invalid edit: %v", err)
 	}
-	var keep []Edit
-	var idx []int
-	var noops []BlockResult
+	var noops []BlockFailure
 	for i, e := range edits {
 		if e.OldString == e.NewString {
-			noops = append(noops, BlockResult{Index: i + 1, Status: "no-op", Method: "none"})
-			continue
+			noops = append(noops, BlockFailure{Index: i + 1, Reason: noOpReason(EditStrategy), NoOp: true})
 		}
-		keep = append(keep, e)
-		idx = append(idx, i+1)
 	}
-	if len(keep) == 0 {
-		return Result{Content: original, Strategy: EditStrategy, Blocks: noops}, nil
+	if len(noops) > 0 {
+		return Result{}, &ApplyError{Strategy: EditStrategy, Total: len(edits), Failures: noops, NoOp: len(noops) == len(edits)}
 	}
-	res, err := applyEditList(original, keep)
+	res, err := applyEditList(original, edits)
 	if err != nil {
-		var ee *EditError
-		if errors.As(err, &ee) && ee.Index > 0 {
-			ee.Index, ee.Total = idx[ee.Index-1], len(edits)
-		}
 		return Result{}, editApplyError(err, len(edits))
 	}
-	for i := range res.Blocks {
-		res.Blocks[i].Index = idx[i]
-	}
-	res.Blocks = append(res.Blocks, noops...)
-	sort.SliceStable(res.Blocks, func(a, b int) bool { return res.Blocks[a].Index < res.Blocks[b].Index })
 	return res, nil
 }
 
@@ -462,8 +463,8 @@ func editApplyError(err error, total int) error {
 	f := BlockFailure{Index: ee.Index, Reason: strings.TrimPrefix(strings.TrimPrefix(ee.Error(), fmt.Sprintf("edit %d of %d: ", ee.Index, ee.Total)), "edit: ")}
 	if errors.Is(err, ErrEditNoOp) {
 		// The edit matched but its replacement equals the text it replaces.
-		f.AlreadyApplied, f.NoOp = true, true
-		ae.AlreadyApplied, ae.NoOp = total == 1, total == 1
+		f.NoOp = true
+		ae.NoOp = total == 1
 	}
 	ae.Failures = []BlockFailure{f}
 	return ae

@@ -66,34 +66,56 @@ type engine struct {
 	total   int  // blocks in the patch, no-ops included
 }
 
-// run applies the edits whole or not at all. An edit whose old and new
-// lines are identical changes nothing: it is reported as a no-op, not placed.
+// run applies the edits whole or not at all. A SEARCH/REPLACE block whose
+// old and new lines are identical is refused: it changes nothing, so the
+// answer meant something else (Claude Code, opencode, Roo and gemini-cli
+// refuse it too). A diff's context-only hunk changes nothing and is skipped,
+// as git apply and apply-multi-diff do.
 func (en *engine) run(edits []edit) (Result, error) {
+	var noops []BlockFailure
 	var keep []edit
-	var noops []BlockResult
 	for _, e := range edits {
 		if len(e.old) > 0 && equalStrings(e.old, e.new) {
-			noops = append(noops, BlockResult{Index: e.idx, Status: "no-op", Method: "none"})
+			noops = append(noops, BlockFailure{Index: e.idx, Reason: noOpReason(en.s), NoOp: true})
 			continue
 		}
 		keep = append(keep, e)
 	}
+	if len(noops) > 0 && en.s == MultiSearchReplace {
+		return Result{}, &ApplyError{Strategy: en.s, Total: len(edits), Failures: noops, NoOp: len(noops) == len(edits)}
+	}
 	if len(keep) == 0 && len(noops) > 0 {
-		// Nothing to place: the file stays as it is, and each block says why.
-		return Result{Content: en.d.render(en.d.lines, en.d.eols), Strategy: en.s, Blocks: noops}, nil
+		var bs []BlockResult
+		for _, f := range noops {
+			bs = append(bs, BlockResult{Index: f.Index, Status: "no-op", Method: "none"})
+		}
+		return Result{Content: en.d.render(en.d.lines, en.d.eols), Strategy: en.s, Blocks: bs}, nil
 	}
 	en.total = len(edits)
 	res, err := en.runEdits(keep)
 	if err != nil || len(noops) == 0 {
 		return res, err
 	}
-	res.Blocks = append(res.Blocks, noops...)
+	for _, f := range noops {
+		res.Blocks = append(res.Blocks, BlockResult{Index: f.Index, Status: "no-op", Method: "none"})
+	}
 	sort.SliceStable(res.Blocks, func(a, b int) bool { return res.Blocks[a].Index < res.Blocks[b].Index })
 	return res, nil
 }
 
-// AllNoOp reports whether every block of a result changed nothing because its
-// old and new text are identical.
+// noOpReason says what is identical, in the strategy's words.
+func noOpReason(s Strategy) string {
+	switch s {
+	case MultiSearchReplace:
+		return "SEARCH and REPLACE are identical, so the block changes nothing; send only blocks that change something"
+	case EditStrategy:
+		return "old_string and new_string are identical, so the edit changes nothing"
+	}
+	return "the hunk has no added or removed lines, so it changes nothing"
+}
+
+// AllNoOp reports whether every block of a result changed nothing (a diff of
+// context-only hunks).
 func AllNoOp(bs []BlockResult) bool {
 	for _, b := range bs {
 		if b.Status != "no-op" {
@@ -615,7 +637,10 @@ func (en *engine) finish(ix *index, e edit, mt match) ([]placed, *BlockFailure) 
 			return []placed{{idx: e.idx, already: true, line: m2.start + 1, method: m2.lv.method(), sim: 1}}, nil
 		}
 	}
-	p := en.build(ix, e, mt)
+	p, f := en.build(ix, e, mt)
+	if f != nil {
+		return nil, f
+	}
 	if p.coreN == 0 && len(p.coreRepl) == 0 && !equalStrings(e.old, e.new) {
 		// The block would change nothing here: its result is already in the file.
 		p.already = true
@@ -639,7 +664,7 @@ outer:
 	return false
 }
 
-func (en *engine) build(ix *index, e edit, mt match) placed {
+func (en *engine) build(ix *index, e edit, mt match) (placed, *BlockFailure) {
 	s, m := mt.start, len(e.old)
 	file := ix.lines[s : s+m]
 	fileEols := en.d.eols[s : s+m]
@@ -650,8 +675,13 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 	fs := ix.style()
 	pu := 0
 	var pairs []int
+	fr := frameShift
 	if mt.lv >= lvIndent {
 		pairs = pairChanged(e.old, e.new, mapping)
+		var why string
+		if fr, why = reindentFrame(e.old, e.new, file, mapping, pairs, fs, false); fr == frameRefuse {
+			return placed{}, &BlockFailure{Index: e.idx, Reason: why, ClosestLine: s + 1, Similarity: round3(mt.sim)}
+		}
 	}
 	for j, nl := range e.new {
 		if i := mapping[j]; i >= 0 {
@@ -662,11 +692,17 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 			}
 			continue
 		}
+		// A whitespace-only line is written as the answer wrote it: the engine
+		// that produced the answer kept it byte for byte.
+		if isBlank(nl) || fr == frameLiteral {
+			repl[j] = nl
+			continue
+		}
 		// A changed line whose old line differs from the file's only in
 		// whitespace is that line edited: it keeps the file's indentation when
 		// the answer kept the old line's, and text put in front of the old line
 		// goes in front of the file's.
-		if i := pairs0(pairs, j); i >= 0 && !isBlank(nl) && strings.TrimSpace(file[i]) == strings.TrimSpace(e.old[i]) {
+		if i := pairs0(pairs, j); i >= 0 && strings.TrimSpace(file[i]) == strings.TrimSpace(e.old[i]) {
 			lo, ln := leadingWS(e.old[i]), leadingWS(nl)
 			if ln == lo {
 				repl[j] = leadingWS(file[i]) + nl[len(ln):]
@@ -729,8 +765,10 @@ func (en *engine) build(ix *index, e edit, mt match) placed {
 	}
 	// Keep the ending of a replaced last line (no final newline stays that way via render).
 	p.coreStart, p.coreN, p.coreRepl, p.coreEols = cs, cn, cr, ce
-	return p
+	return p, nil
 }
+
+var reindentMode = 1
 
 func pairs0(p []int, j int) int {
 	if j < len(p) {

@@ -56,7 +56,7 @@ func unitOf(ws []int) int {
 // indentation (pRef) and the file's (fRef); all three are in the file's style.
 func shiftIndent(line, pRef, fRef string) string {
 	if isBlank(line) {
-		return ""
+		return line // whitespace-only lines are kept as written
 	}
 	ind := leadingWS(line)
 	body := line[len(ind):]
@@ -130,3 +130,135 @@ func patchUnit(old, file []string) int {
 
 // indentUnit guesses the width of one indentation level in space-indented lines.
 func indentUnit(lines []string) int { return detectStyle(lines).unit }
+
+// frame is how a block matched only with its indentation ignored writes the
+// lines it adds or changes.
+type frame int
+
+const (
+	frameShift   frame = iota // moved by the offset between the answer's old lines and the file's
+	frameLiteral              // as the answer wrote them
+	frameRefuse               // the evidence disagrees: refuse rather than guess
+)
+
+// reindentFrame decides from the block itself whether its new lines are
+// written in the frame of its old lines (then they move with them) or
+// already in the file's. Evidence, line by line, only where the old line and
+// the file's differ in indentation: a new line that repeats an old line, or
+// a changed line indented like the old line it replaces, votes for the old
+// lines' frame; a changed line indented like the file's line votes for the
+// file's. Moving needs votes for the old frame only and old lines that are
+// off the file by one uniform amount; writing literally needs votes for the
+// file's frame only. Without votes, the smallest indentation of the new
+// lines decides the same way. Anything else is refused: re-indenting on a
+// guess produced most of the wrong edits on answers relay had not seen.
+// skipFirst ignores the first line (an edit that starts inside a line).
+func reindentFrame(old, nw, file []string, mapping, pairs []int, fs style, skipFirst bool) (frame, string) {
+	pu := max(1, patchUnit(old, file))
+	ws := func(l string) string { return leadingWS(toStyle(l, fs, pu)) }
+	open := false // a changed line that only the frame can place
+	for j, nl := range nw {
+		if isBlank(nl) || (skipFirst && j == 0) || (j < len(mapping) && mapping[j] >= 0) {
+			continue
+		}
+		if i := pairs0(pairs, j); i >= 0 && editedLine(old[i], nl, file[i]) {
+			continue // placed by its own old line (build's pair rule)
+		}
+		open = true
+	}
+	if !open {
+		return frameShift, ""
+	}
+	oldVotes, fileVotes := 0, 0
+	for j, nl := range nw {
+		if isBlank(nl) || (skipFirst && j == 0) {
+			continue
+		}
+		i := -1
+		if j < len(mapping) {
+			i = mapping[j]
+		}
+		repeats := i >= 0
+		if !repeats && j < len(pairs) {
+			i = pairs[j]
+		}
+		if i < 0 || (skipFirst && i == 0) || isBlank(old[i]) || isBlank(file[i]) {
+			continue
+		}
+		po, fo := ws(old[i]), leadingWS(file[i])
+		if po == fo {
+			continue // this line says nothing about the frame
+		}
+		switch pn := ws(nl); {
+		case repeats || pn == po:
+			oldVotes++
+		case pn == fo:
+			fileVotes++
+		}
+	}
+	o, f := old, file
+	if skipFirst && len(o) > 0 {
+		o, f = o[1:], f[1:]
+	}
+	uniform := uniformShift(o, f, fs)
+	switch {
+	case oldVotes > 0 && fileVotes == 0:
+		if uniform {
+			return frameShift, ""
+		}
+		return frameRefuse, "matched only with indentation ignored, and the old lines are off the file's indentation by different amounts, so where the new lines go is a guess; resend the block with the file's exact indentation"
+	case fileVotes > 0 && oldVotes == 0:
+		return frameLiteral, ""
+	case oldVotes > 0 && fileVotes > 0:
+		return frameRefuse, "matched only with indentation ignored, and some new lines follow the file's indentation while others follow the old lines'; resend the block with the file's exact indentation"
+	}
+	// No line says: compare the smallest indentation of the changed lines.
+	minWS := func(ls []string, conv bool) (int, bool) {
+		n, ok := 0, false
+		for k, l := range ls {
+			if isBlank(l) || (skipFirst && k == 0) {
+				continue
+			}
+			w := len(leadingWS(l))
+			if conv {
+				w = len(ws(l))
+			}
+			if !ok || w < n {
+				n, ok = w, true
+			}
+		}
+		return n, ok
+	}
+	var changed []string
+	for j, nl := range nw {
+		if j >= len(mapping) || mapping[j] < 0 {
+			changed = append(changed, nl)
+		}
+	}
+	mNew, okNew := minWS(changed, true)
+	mOld, _ := minWS(old, true)
+	mFile, _ := minWS(file, false)
+	switch {
+	case !okNew || mOld == mFile:
+		return frameShift, "" // nothing to move, or the shift is only tabs against spaces
+	case mNew == mOld && uniform:
+		return frameShift, ""
+	case mNew == mFile:
+		return frameLiteral, ""
+	}
+	return frameRefuse, "matched only with indentation ignored, and the new lines' indentation fits neither the file nor the old lines; resend the block with the file's exact indentation"
+}
+
+// editedLine reports whether new line nl is old line o edited in a way that
+// places it by itself: o differs from the file's line f only in whitespace,
+// and nl keeps o's indentation or puts text in front of o.
+func editedLine(o, nl, f string) bool {
+	if strings.TrimSpace(f) != strings.TrimSpace(o) {
+		return false
+	}
+	if leadingWS(o) == leadingWS(nl) {
+		return true
+	}
+	x, ok := strings.CutSuffix(nl, o)
+	return ok && strings.TrimSpace(x) != "" && !isBlank(o)
+}

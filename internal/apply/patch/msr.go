@@ -23,8 +23,11 @@ const (
 	mkBad // looks like a marker but is malformed
 )
 
-// classify recognises the marker variants LLMs produce: 7+ marker characters,
-// surrounding whitespace, Roo's `SEARCH>` and Cline's `------- SEARCH` / `+++++++ REPLACE`.
+// classify recognises the marker variants LLMs produce: exactly seven marker
+// characters and a space (`<<<<<<< SEARCH`, Roo's `SEARCH>`), and Cline's
+// `------- SEARCH` / `+++++++ REPLACE`. A line that is almost a marker (another
+// count, no space, text after =======) is mkBad: guessing what it meant has
+// applied wrong edits, so the patch is refused naming that line.
 func classify(line string) (markerKind, string) {
 	t := strings.TrimSpace(line)
 	if t == "" {
@@ -33,39 +36,49 @@ func classify(line string) (markerKind, string) {
 	switch t[0] {
 	case '<':
 		n := countRun(t, '<')
-		if n < 7 {
-			return mkNone, ""
-		}
 		rest := t[n:]
-		r := strings.TrimLeft(rest, " \t")
-		if r == "SEARCH" || r == "SEARCH>" {
+		word := strings.TrimSpace(rest)
+		if n == 7 && (rest == " SEARCH" || rest == " SEARCH>") {
 			return mkSearch, ""
 		}
-		return mkBad, t
+		if n >= 7 || (n >= 5 && (word == "SEARCH" || word == "SEARCH>")) {
+			return mkBad, t
+		}
 	case '=':
 		n := countRun(t, '=')
-		if n >= 7 && n == len(t) {
+		switch {
+		case n == 7 && n == len(t):
 			return mkSep, ""
+		case n == 7 && t[n] != '=':
+			return mkBad, t // text after the separator
+		case n >= 5 && n <= 9 && n == len(t):
+			return mkBad, t // a separator is exactly seven '='
 		}
 	case '>':
 		n := countRun(t, '>')
-		if n < 7 {
-			return mkNone, ""
-		}
-		r := strings.TrimSpace(t[n:])
-		if r == "REPLACE" || r == "REPLACE<" {
+		rest := t[n:]
+		word := strings.TrimSpace(rest)
+		if n == 7 && (rest == " REPLACE" || rest == " REPLACE<") {
 			return mkReplace, ""
 		}
-		return mkBad, t
+		if n >= 7 || (n >= 5 && (word == "REPLACE" || word == "REPLACE<")) {
+			return mkBad, t
+		}
 	case '-':
 		n := countRun(t, '-')
-		if n >= 3 && strings.TrimSpace(t[n:]) == "SEARCH" {
+		if n >= 3 && (t[n:] == " SEARCH" || t[n:] == " SEARCH>") {
 			return mkSearch, ""
+		}
+		if n >= 3 && (t[n:] == "SEARCH" || strings.TrimSpace(t[n:]) == "SEARCH") {
+			return mkBad, t
 		}
 	case '+':
 		n := countRun(t, '+')
-		if n >= 3 && strings.TrimSpace(t[n:]) == "REPLACE" {
+		if n >= 3 && (t[n:] == " REPLACE" || t[n:] == " REPLACE<") {
 			return mkReplace, ""
+		}
+		if n >= 3 && strings.TrimSpace(t[n:]) == "REPLACE" {
+			return mkBad, t
 		}
 	}
 	return mkNone, ""
@@ -345,8 +358,7 @@ func applySRAsEdits(d doc, blocks []srBlock) (Result, bool) {
 		}
 		e := Edit{OldString: strings.Join(b.search, "\n"), NewString: strings.Join(b.replace, "\n")}
 		if e.OldString == e.NewString {
-			out = append(out, BlockResult{Index: i + 1, Status: "no-op", Method: "none"})
-			continue
+			return Result{}, false // refused by the line engine already
 		}
 		lo, hi := 0, -1
 		if b.start > 0 {

@@ -10,23 +10,28 @@ import (
 // Each test here is named after a pattern seen in real LLM answers that an
 // engine got wrong; the history corpus holds the cases they came from.
 
-func TestPatternSearchEqualsReplaceIsNoOp(t *testing.T) {
+// A block that changes nothing is a mistake in the answer: Claude Code,
+// opencode, Roo and gemini-cli refuse it, and so does relay, naming the block.
+func TestPatternSearchEqualsReplaceIsRefused(t *testing.T) {
 	orig := "a\nb\nc\n"
-	body := "<<<<<<< SEARCH\na\n=======\na\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nc\n=======\nC\n>>>>>>> REPLACE\n"
-	res, err := Apply(orig, true, MultiSearchReplace, body, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Content != "a\nb\nC\n" {
-		t.Fatalf("content %q", res.Content)
-	}
-	if len(res.Blocks) != 2 || res.Blocks[0].Status != "no-op" || res.Blocks[1].Status != "applied" {
-		t.Fatalf("blocks %+v: want block 1 no-op, block 2 applied", res.Blocks)
-	}
-	// Only no-ops: the file is unchanged and every block says so.
-	res, err = Apply(orig, true, MultiSearchReplace, "<<<<<<< SEARCH\nb\n=======\nb\n>>>>>>> REPLACE\n", Options{})
-	if err != nil || res.Content != orig || !AllNoOp(res.Blocks) {
-		t.Fatalf("all no-op: %+v, %v", res, err)
+	for _, tc := range []struct {
+		name, body string
+		st         Strategy
+		want       string
+		noOp       bool
+	}{
+		{"one of two blocks", "<<<<<<< SEARCH\na\n=======\na\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nc\n=======\nC\n>>>>>>> REPLACE\n", MultiSearchReplace, "block 1 of 2: SEARCH and REPLACE are identical", false},
+		{"the only block", "<<<<<<< SEARCH\nb\n=======\nb\n>>>>>>> REPLACE\n", MultiSearchReplace, "the patch changes nothing: SEARCH and REPLACE are identical", true},
+		{"an edit", `{"old_string": "b", "new_string": "b"}`, EditStrategy, "old_string and new_string are identical", true},
+		{"one of two edits", `[{"old_string": "a", "new_string": "A"}, {"old_string": "b", "new_string": "b"}]`, EditStrategy, "edit 2 of 2: old_string and new_string are identical", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Apply(orig, true, tc.st, tc.body, Options{})
+			var ae *ApplyError
+			if !errors.As(err, &ae) || ae.AlreadyApplied || ae.NoOp != tc.noOp || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v (%+v), want a refusal containing %q with NoOp=%v", err, ae, tc.want, tc.noOp)
+			}
+		})
 	}
 }
 
@@ -240,4 +245,52 @@ func TestPatternEditsInsideALine(t *testing.T) {
 	}
 	res = applyOK(t, "f(x);\nf(x);\n", MultiSearchReplace, "<<<<<<< SEARCH\n:start_line:2\n-------\nf(x)\n=======\ng(x)\n>>>>>>> REPLACE\n")
 	wantContent(t, res.Content, "f(x);\ng(x);\n")
+}
+
+// Re-indenting after a match that ignored indentation needs evidence: here the
+// SEARCH text sits two columns off the file but REPLACE is written at the
+// file's own indentation (every changed line lines up with the file's line it
+// replaces), so REPLACE is written as it stands. Shifting it, as relay did,
+// put the body two columns too shallow.
+func TestPatternReindentLiteralWhenReplaceIsInFileFrame(t *testing.T) {
+	orig := "func a() {\n    x := 1\n}\n"
+	body := sr([2]string{"  func a() {\n      x := 1\n  }\n", "func a() {\n    x := 2\n}\n"})
+	res := applyOK(t, orig, MultiSearchReplace, body)
+	wantContent(t, res.Content, "func a() {\n    x := 2\n}\n")
+}
+
+// The replacement repeats a SEARCH line at SEARCH's indentation (its frame),
+// while its changed line lines up with the file's: the evidence disagrees, so
+// the block is refused instead of guessed.
+func TestPatternReindentRefusedWhenEvidenceDisagrees(t *testing.T) {
+	orig := "func a() {\n    x := 1\n}\n"
+	body := sr([2]string{"  func a() {\n      x := 1\n  }\n", "  func a() {\n    x := 2\n  }\n"})
+	_, err := Apply(orig, true, MultiSearchReplace, body, Options{})
+	if err == nil || !strings.Contains(err.Error(), "matched only with indentation ignored") {
+		t.Fatalf("err = %v, want a refusal that names the indentation", err)
+	}
+	_, err = Apply(orig, true, EditStrategy, `{"old_string": "  func a() {\n      x := 1\n  }", "new_string": "  func a() {\n    x := 2\n  }"}`, Options{})
+	if err == nil || !strings.Contains(err.Error(), "matched only with indentation ignored") {
+		t.Fatalf("edit: err = %v, want a refusal that names the indentation", err)
+	}
+}
+
+// A whitespace-only line in a replacement is written byte for byte, even when
+// the block matched with its indentation ignored and its other lines move.
+func TestPatternWhitespaceOnlyReplacementLineKept(t *testing.T) {
+	orig := "if a {\n    b()\n}\n"
+	res := applyOK(t, orig, MultiSearchReplace, sr([2]string{"if a {\n  b()\n", "if a {\n  b()\n  \n  c()\n"}))
+	wantContent(t, res.Content, "if a {\n    b()\n  \n    c()\n}\n")
+	res = applyOK(t, "if a {\n    b()\n}\n", Unified, "@@ -1,2 +1,4 @@\n if a {\n-  b()\n+  b2()\n+\t\n+  c()\n")
+	wantContent(t, res.Content, "if a {\n    b2()\n\t\n    c()\n}\n")
+}
+
+// A new file created from a CRLF new_string keeps CRLF, and later edits of
+// it (written with LF, as JSON answers usually are) keep it CRLF.
+func TestPatternNewFileFromCRLFNewStringKeepsCRLF(t *testing.T) {
+	res, err := Apply("", false, EditStrategy, `[{"old_string": "", "new_string": "a\r\nb\r\n"}, {"old_string": "b\n", "new_string": "c\n"}]`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, res.Content, "a\r\nc\r\n")
 }

@@ -370,7 +370,10 @@ func (en *engine) splitHunk(ix *index, e edit, q query) []placed {
 				if ms != nil {
 					continue
 				}
-				ps, _ := en.finish(ix, sub, mt)
+				ps, f := en.finish(ix, sub, mt)
+				if f != nil {
+					continue
+				}
 				found = &ps[0]
 				fp = partPos{start: mt.start, end: mt.start + len(sub.old), a: a, b: b}
 				if total == full && mt.lv <= lvTrailing && nonBlankCount(sub.old) >= 4 {

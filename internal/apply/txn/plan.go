@@ -117,7 +117,7 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 			}
 			out := op.Content
 			var blocks []patch.BlockResult
-			already, noOp := false, false
+			already := false
 			if req.RevertOf == "" || strategy != patch.Replace {
 				// A revert writes snapshot bytes verbatim; anything else goes through the engine.
 				res, err := apply(cur.content, cur.exists, strategy, op.Content, patch.Options{FuzzyThreshold: e.Opts.FuzzyThreshold})
@@ -128,7 +128,7 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 				case err != nil:
 					return nil, &patchError{Path: name, Strategy: strategy, Err: err}
 				case patch.AllNoOp(res.Blocks):
-					out, already, noOp = cur.content, true, true
+					out, already = cur.content, true // a diff of context-only hunks
 				default:
 					out, blocks = res.Content, res.Blocks
 				}
@@ -147,9 +147,7 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 				step.LinesFrom, step.LinesTo = af, at
 			}
 			pl.steps = append(pl.steps, step)
-			if noOp {
-				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Unchanged: %s (the %s block changes nothing: its old and new text are identical)", name, strategy))
-			} else if already {
+			if already {
 				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Unchanged: %s (the %s block is already applied)", name, strategy))
 			} else {
 				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Written: %s (+%d, -%d)", name, step.Added, step.Removed))
