@@ -567,7 +567,7 @@ func (r *Response) envelopeOps(f fence, fallback string) {
 				r.Operations = append(r.Operations, Operation{Kind: OpWrite, Path: p, Strategy: ApplyPatch, Content: joinLines(ef.lines)})
 			}
 			if ef.moveTo != "" {
-				r.Operations = append(r.Operations, Operation{Kind: OpRename, From: p, To: cleanPath(ef.moveTo)})
+				r.Operations = append(r.Operations, Operation{Kind: OpRename, From: p, To: cleanPath(ef.moveTo), Overwrite: true})
 			}
 		}
 	}

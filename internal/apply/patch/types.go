@@ -40,6 +40,9 @@ type Operation struct {
 	// Content is the block body: the whole file for Replace, the patch text otherwise.
 	Content  string   `yaml:"content,omitempty" json:"content,omitempty"`
 	Strategy Strategy `yaml:"patchStrategy,omitempty" json:"patchStrategy,omitempty"`
+	// Overwrite lets a rename replace an existing file at To: a codex
+	// `*** Move to:` onto an existing file replaces it (codex's semantics).
+	Overwrite bool `yaml:"overwrite,omitempty" json:"overwrite,omitempty"`
 }
 
 // ChangeSummaryItem is one `- edit: path` line of the control block.

@@ -42,6 +42,8 @@ type PlanStep struct {
 	// Blocks says where each block or hunk matched, from the patch engine.
 	Blocks         []patch.BlockResult `json:"blocks,omitempty"`
 	AlreadyApplied bool                `json:"alreadyApplied,omitempty"`
+	// Replaced: a rename onto an existing file replaced it (a codex Move to:).
+	Replaced bool `json:"replaced,omitempty"`
 }
 
 // patchError is a code block that could not be applied to its file.
@@ -183,7 +185,8 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 			if from == to {
 				continue
 			}
-			if pl.final[to].exists {
+			replaced := pl.final[to].exists
+			if replaced && !op.Overwrite {
 				// A rename that replaces a file loses it without a word; the
 				// answer must say so by deleting the target first.
 				return nil, opError("operation %d renames %s onto %s, which exists; relay does not replace a file by renaming onto it (delete %s earlier in the same answer to replace it)", i+1, from, to, to)
@@ -197,8 +200,13 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 			} else {
 				pl.renamedFrom[to] = from
 			}
-			pl.steps = append(pl.steps, PlanStep{Kind: op.Kind, Path: to, From: from})
-			pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Renamed: %s -> %s", from, to))
+			pl.steps = append(pl.steps, PlanStep{Kind: op.Kind, Path: to, From: from, Replaced: replaced})
+			if replaced {
+				// codex's Move to: replaces the file; the snapshot keeps it for revert.
+				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Renamed: %s -> %s (replacing the %s that was there)", from, to, to))
+			} else {
+				pl.opLines = append(pl.opLines, fmt.Sprintf("✔ Renamed: %s -> %s", from, to))
+			}
 		default:
 			return nil, opError("operation %d has unknown type %q", i+1, op.Kind)
 		}

@@ -715,3 +715,50 @@ func TestFindEightDigitUUIDPrefix(t *testing.T) {
 		t.Errorf("Find(2) = %v, want an index NotFoundError", err)
 	}
 }
+
+// A codex `*** Move to:` onto an existing file replaces it, as codex does; the
+// replaced file is in the snapshot, so revert brings both files back. A plain
+// rename onto an existing file is still refused.
+func TestMoveOntoExistingFileReplacesItAndReverts(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a\n", "b.txt": "old b\n"})
+	h0 := treeHash(t, dir)
+	plain := patch.Operation{Kind: patch.OpRename, From: "a.txt", To: "b.txt"}
+	if _, err := engine(dir).Run(context.Background(), Request{Response: response(plain)}); err == nil || !strings.Contains(err.Error(), "which exists") {
+		t.Fatalf("plain rename onto an existing file: %v, want a refusal", err)
+	}
+	move := plain
+	move.Overwrite = true
+	res, err := engine(dir).Run(context.Background(), Request{Response: response(write("a.txt", "A\n"), move)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAB(t, dir); got["b.txt"] != "A\n" || got["a.txt"] != "" {
+		t.Fatalf("after the move: %q", got)
+	}
+	if old := res.State.Snapshot["b.txt"]; old == nil || *old != "old b\n" {
+		t.Fatalf("snapshot of the replaced file = %v", old)
+	}
+	req, err := RevertRequest(res.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine(dir).Run(context.Background(), req); err != nil {
+		t.Fatalf("revert: %v", err)
+	}
+	if treeHash(t, dir) != h0 {
+		t.Errorf("revert did not bring back both files")
+	}
+}
+
+// readAB maps a.txt and b.txt under dir to their content, when they exist.
+func readAB(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range []string{"a.txt", "b.txt"} {
+		if b, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
+			out[n] = string(b)
+		}
+	}
+	return out
+}
