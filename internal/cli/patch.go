@@ -276,6 +276,12 @@ func patchFailed(opts *PatchOptions, out patchJSON, err error) error {
 		return fmt.Errorf("%s: %w; nothing to do", opts.File, err)
 	}
 	hint := "fix the blocks listed above (copy the exact lines from the file), then run relay patch again"
+	for _, f := range ae.Failures {
+		if f.NoOp {
+			hint = "drop the blocks that change nothing, or ask the LLM for the change it meant, then run relay patch again"
+			break
+		}
+	}
 	best := 0.0
 	for _, f := range ae.Failures {
 		if f.Vetoed != "" {
