@@ -53,7 +53,7 @@ func TestParseBlocks(t *testing.T) {
 		{"multi-file diff is split per file", "```diff // a.go\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-a\n+b\n--- a/b.go\n+++ b/b.go\n@@ -1 +1 @@\n-c\n+d\n--- a/gone.go\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n```\n" + ctl,
 			[]Operation{{Kind: OpWrite, Path: "a.go", Strategy: Unified, Content: "--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-a\n+b\n"}, {Kind: OpWrite, Path: "b.go", Strategy: Unified, Content: "--- a/b.go\n+++ b/b.go\n@@ -1 +1 @@\n-c\n+d\n"}, {Kind: OpDelete, Path: "gone.go"}}},
 		{"codex envelope", "```\n*** Begin Patch\n*** Add File: new.txt\n+hello\n*** Delete File: old.txt\n*** Update File: a.py\n*** Move to: b.py\n@@ def f():\n-    return 1\n+    return 2\n*** End Patch\n```\n" + ctl,
-			[]Operation{{Kind: OpWrite, Path: "new.txt", Strategy: Replace, Content: "hello\n"}, {Kind: OpDelete, Path: "old.txt"}, {Kind: OpWrite, Path: "a.py", Strategy: ApplyPatch, Content: "@@ def f():\n-    return 1\n+    return 2\n"}, {Kind: OpRename, From: "a.py", To: "b.py"}}},
+			[]Operation{{Kind: OpWrite, Path: "new.txt", Strategy: Replace, Content: "hello\n"}, {Kind: OpDelete, Path: "old.txt"}, {Kind: OpWrite, Path: "a.py", Strategy: ApplyPatch, Content: "@@ def f():\n-    return 1\n+    return 2\n"}, {Kind: OpRename, From: "a.py", To: "b.py", Overwrite: true}}},
 		// A block written with CRLF keeps it: a new file gets CRLF, an existing one its own endings.
 		{"CRLF response", strings.ReplaceAll("```ts // a.ts\nx\n```\n"+ctl, "\n", "\r\n"),
 			[]Operation{{Kind: OpWrite, Path: "a.ts", Strategy: Replace, Content: "x\r\n"}}},
