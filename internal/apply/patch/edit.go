@@ -15,6 +15,9 @@ type Edit struct {
 	NewString string `json:"new_string"`
 	// ReplaceAll replaces every occurrence instead of requiring exactly one.
 	ReplaceAll bool `json:"replace_all,omitempty"`
+	// InsertLine, when set, inserts NewString after this line (0: at the
+	// top) instead of replacing OldString: str_replace_editor's insert.
+	InsertLine *int `json:"insert_line,omitempty"`
 }
 
 // Why an edit did not apply; test with errors.Is on the error ApplyEdits returns.
@@ -27,6 +30,8 @@ var (
 	ErrEditNoOp = errors.New("old_string and new_string are identical")
 	// ErrEditEmptyOld: old_string is empty but the file is not (only a new or empty file can be written that way).
 	ErrEditEmptyOld = errors.New("old_string is empty")
+	// ErrEditInsertLine: insert_line is not a line of the file (0 to its line count).
+	ErrEditInsertLine = errors.New("insert_line is outside the file")
 	// ErrEditIndent: old_string matched only with indentation ignored, and
 	// nothing in the edit says which indentation new_string is written in.
 	ErrEditIndent = errors.New("old_string matched only with indentation ignored")
@@ -67,6 +72,8 @@ func (e *EditError) Error() string {
 		return prefix + "old_string not found in the file (not even ignoring whitespace and indentation); copy it exactly from the file"
 	case errors.Is(e.Err, ErrEditNoOp):
 		return prefix + "old_string and new_string are identical; the edit changes nothing"
+	case errors.Is(e.Err, ErrEditInsertLine):
+		return prefix + e.Err.Error()
 	case errors.Is(e.Err, ErrEditEmptyOld):
 		return prefix + "old_string is empty but the file is not; give the text to replace"
 	}
@@ -119,6 +126,9 @@ func applyOneEdit(content string, e Edit) (string, BlockResult, error) {
 // applyOneEditIn is applyOneEdit counting only occurrences that start on
 // lines lo..hi (1-based; hi < 0 means no limit).
 func applyOneEditIn(content string, e Edit, lo, hi int) (string, BlockResult, error) {
+	if e.InsertLine != nil {
+		return insertEdit(content, *e.InsertLine, e.NewString)
+	}
 	old, nw := e.OldString, e.NewString
 	if old == nw {
 		return "", BlockResult{}, &EditError{Err: ErrEditNoOp}
@@ -350,6 +360,7 @@ func parseEditJSON(t string) ([]Edit, error) {
 		Old        *string `json:"old_string"`
 		New        *string `json:"new_string"`
 		ReplaceAll bool    `json:"replace_all"`
+		InsertLine *int    `json:"insert_line"`
 		Edits      []raw   `json:"edits"`
 	}
 	var list []raw
@@ -373,6 +384,10 @@ func parseEditJSON(t string) ([]Edit, error) {
 	}
 	out := make([]Edit, len(list))
 	for i, r := range list {
+		if r.InsertLine != nil && r.New != nil && (r.Old == nil || *r.Old == "") {
+			out[i] = Edit{NewString: *r.New, InsertLine: r.InsertLine}
+			continue
+		}
 		if r.Old == nil || r.New == nil {
 			return nil, fmt.Errorf("edit %d needs both \"old_string\" and \"new_string\"", i+1)
 		}
@@ -439,7 +454,7 @@ func applyEditStrategy(original string, body string) (Result, error) {
 	}
 	var noops []BlockFailure
 	for i, e := range edits {
-		if e.OldString == e.NewString {
+		if e.OldString == e.NewString && e.InsertLine == nil {
 			noops = append(noops, BlockFailure{Index: i + 1, Reason: noOpReason(EditStrategy), NoOp: true})
 		}
 	}
@@ -468,4 +483,40 @@ func editApplyError(err error, total int) error {
 	}
 	ae.Failures = []BlockFailure{f}
 	return ae
+}
+
+// insertEdit inserts text after line n (0: before the first line), as
+// str_replace_editor's insert does; a line past the end is refused, not clamped.
+func insertEdit(content string, n int, text string) (string, BlockResult, error) {
+	if text == "" {
+		return "", BlockResult{}, &EditError{Err: ErrEditNoOp}
+	}
+	lines := strings.SplitAfter(content, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n < 0 || n > len(lines) {
+		return "", BlockResult{}, &EditError{Err: fmt.Errorf("%w: insert_line %d, but the file has %d lines", ErrEditInsertLine, n, len(lines))}
+	}
+	eol := "\n"
+	if crlf := strings.Count(content, "\r\n"); crlf > 0 && crlf*2 >= strings.Count(content, "\n") {
+		eol, text = "\r\n", toCRLF(text)
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += eol
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		if i == n {
+			b.WriteString(text)
+		}
+		if i == len(lines)-1 && i+1 == n && !strings.HasSuffix(l, "\n") {
+			l += eol // text goes after a last line without a newline
+		}
+		b.WriteString(l)
+	}
+	if n == len(lines) {
+		b.WriteString(text)
+	}
+	return b.String(), BlockResult{Status: "applied", Line: n + 1, Method: "insert", Similarity: 1}, nil
 }

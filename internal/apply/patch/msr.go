@@ -123,7 +123,11 @@ func lineMarker(t string) (string, int, bool) {
 
 // parseSR reads SEARCH/REPLACE blocks and checks the marker sequence; errors
 // name the line and the marker expected so an LLM can repair its output.
-func parseSR(lines []string) ([]srBlock, error) {
+func parseSR(lines []string) ([]srBlock, error) { return parseSRAt(lines, 0) }
+
+// parseSRAt is parseSR for lines that start after line base of a larger
+// text: errors name the line of that text.
+func parseSRAt(lines []string, base int) ([]srBlock, error) {
 	const (
 		outside = iota
 		header
@@ -135,7 +139,7 @@ func parseSR(lines []string) ([]srBlock, error) {
 	var cur srBlock
 	stray, inside := 0, 0 // non-blank lines outside and inside blocks
 	for i, l := range lines {
-		no := i + 1
+		no := base + i + 1
 		k, bad := classify(l)
 		if state != outside {
 			inside++

@@ -43,6 +43,10 @@ type Operation struct {
 	// Overwrite lets a rename replace an existing file at To: a codex
 	// `*** Move to:` onto an existing file replaces it (codex's semantics).
 	Overwrite bool `yaml:"overwrite,omitempty" json:"overwrite,omitempty"`
+	// Create is set when the answer's format says the file is new (a diff
+	// from /dev/null, a codex Add File, a str_replace_editor create): relay
+	// watch may then write a path that does not exist yet.
+	Create bool `yaml:"-" json:"create,omitempty"`
 }
 
 // ChangeSummaryItem is one `- edit: path` line of the control block.
@@ -73,5 +77,10 @@ type Response struct {
 	Operations []Operation    `json:"operations"`
 	Reasoning  []string       `json:"reasoning"`
 	Ignored    []IgnoredBlock `json:"ignored,omitempty"`
-	cutOff     string         // why the response looks cut off, "" when it is whole
+	// Format is the format the answer was written in.
+	Format Format `json:"format,omitempty"`
+	// Bare is set when the answer had no control block: its uuid and summary
+	// were made up by relay and there is no projectId to check.
+	Bare   bool   `json:"bare,omitempty"`
+	cutOff string // why the response looks cut off, "" when it is whole
 }

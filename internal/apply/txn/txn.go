@@ -219,6 +219,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if err := e.validate(resp); err != nil {
 		return nil, err
 	}
+	if resp.Bare {
+		c.ProjectID = e.Opts.ProjectID // the record says which project it was applied to
+	}
 
 	lk, err := tryLock(e.Dir)
 	if err != nil {
@@ -410,7 +413,8 @@ func (e *Engine) validate(resp *patch.Response) error {
 	if err := validUUID(c.UUID); err != nil {
 		return &SkipError{Kind: SkipInvalid, Reason: err.Error()}
 	}
-	if c.ProjectID != e.Opts.ProjectID {
+	// An answer without a control block (any other format) names no project to check.
+	if !resp.Bare && c.ProjectID != e.Opts.ProjectID {
 		return &SkipError{Kind: SkipWrongProject, Reason: fmt.Sprintf("projectId mismatch (expected '%s', got '%s')", e.Opts.ProjectID, c.ProjectID)}
 	}
 	n := len(resp.Operations)
