@@ -23,8 +23,8 @@ func newCmdMigrate(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate --from STORE --to STORE",
 		Short: "Copy every thread from one memory store to another and verify the copy",
-		Long: `Copy every thread, state version, snapshot, event, artifact and capability call from
-one store to another, e.g. from the embedded SQLite store to a team's PostgreSQL:
+		Long: `Copy every thread, state version, snapshot, event, artifact, capability call and
+agent-to-agent hop count and idempotency key from one store to another, e.g. from the embedded SQLite store to a team's PostgreSQL:
 
   relay migrate --from sqlite:// --to postgres://relay@db.internal/relay \
       --artifacts 's3://relay-artifacts/team?endpoint=s3.internal:9000'
@@ -88,7 +88,7 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	if opts.JSON {
 		return writeJSON(f.IO.Out, rep)
 	}
-	fmt.Fprintf(f.IO.Out, "threads:   %d (%d copied, %d already there)\nversions:  %d\nsnapshots: %d\nartifacts: %d (%s)\nevents:    %d\ncalls:     %d\nsha256:    %s (same on both sides)\n",
-		rep.Threads, rep.Copied, rep.Skipped, rep.Versions, rep.Snapshots, rep.Artifacts, humanBytes(rep.Bytes), rep.Events, rep.Calls, rep.Digest)
+	fmt.Fprintf(f.IO.Out, "threads:   %d (%d copied, %d already there)\nversions:  %d\nsnapshots: %d\nartifacts: %d (%s)\nevents:    %d\ncalls:     %d\na2a:       %d hops, %d idempotency keys\nsha256:    %s (same on both sides)\n",
+		rep.Threads, rep.Copied, rep.Skipped, rep.Versions, rep.Snapshots, rep.Artifacts, humanBytes(rep.Bytes), rep.Events, rep.Calls, rep.Hops, rep.Keys, rep.Digest)
 	return nil
 }

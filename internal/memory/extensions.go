@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -107,13 +108,38 @@ var ErrHopLimit = errors.New("hop limit reached")
 // timestamps and event order (export/import bundles, migration between backends).
 type Dumper interface {
 	// ExportThread reads the thread from one consistent snapshot and calls fn with its
-	// records; content reads an artifact's bytes and is valid only during fn.
-	ExportThread(ctx context.Context, threadID string, fn func(d *ThreadDump, content func(ref string) ([]byte, error)) error) error
-	// ImportThread writes d in one transaction, reading each artifact's bytes by ref
-	// from content as it writes them (so an import holds one artifact in memory at a
-	// time), and indexes it for search. A thread id or artifact ref already in the
-	// store is an *ExistsError, and an error from content aborts; nothing is written.
-	ImportThread(ctx context.Context, d *ThreadDump, content func(ref string) ([]byte, error)) error
+	// records; content opens an artifact's body and is valid only during fn.
+	ExportThread(ctx context.Context, threadID string, fn func(d *ThreadDump, content Content) error) error
+	// ImportThread writes d in one transaction, streaming each artifact's body by ref
+	// from content as it writes it (so an import holds at most one body, and only when the
+	// store keeps bodies in its database, never every body), and indexes it for search. It
+	// may open a ref more than once. A thread id or artifact ref already in the store is an
+	// *ExistsError, and an error from content or a body that does not hash to its
+	// artifact's hash aborts; nothing is written (bodies already in a bucket stay there
+	// unreferenced until its garbage collection).
+	ImportThread(ctx context.Context, d *ThreadDump, content Content) error
+}
+
+// Content opens an artifact's body by ref: each call returns a new reader from the start.
+// Readers a store returns fail at their end when the bytes do not hash to the artifact's
+// hash.
+type Content func(ref string) (io.ReadCloser, error)
+
+// ContentBytes reads a whole body through content, refusing one over limit bytes.
+func ContentBytes(content Content, ref string, limit int64) ([]byte, error) {
+	r, err := content(ref)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &TooLargeError{What: "artifact " + ref, Limit: limit}
+	}
+	return b, nil
 }
 
 // ThreadDump is everything a thread holds, as records; the JSON names are the bundle format.
@@ -124,10 +150,25 @@ type ThreadDump struct {
 	Artifacts []ArtifactRecord
 	Events    []EventRecord
 	Calls     []CapabilityCall
+	// Hops and Messages are the thread's agent-to-agent ledger: hops used, and the
+	// idempotency keys of messages received with their answers. A migration carries them
+	// (a retry after it is still recognised as one); bundles do not, since a bundle is
+	// untrusted input and a planted answer would be returned to a later message.
+	Hops     int                `json:"-"`
+	Messages []A2AMessageRecord `json:"-"`
 	// FreeName makes ImportThread take the first free "name (2)", "name (3)", … when another
 	// thread already has Thread.Name (a copy must not make the name ambiguous); Thread.Name
 	// is then the name used.
 	FreeName bool `json:"-"`
+}
+
+// A2AMessageRecord is one agent-to-agent idempotency key of a thread.
+type A2AMessageRecord struct {
+	Key        string
+	MsgID      string
+	Status     string // pending | done
+	Response   []byte
+	ReceivedAt time.Time
 }
 
 // ThreadRecord is a thread's row.

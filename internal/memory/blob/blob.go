@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 )
 
 // Store keeps bodies by hash. Implementations are safe for concurrent use.
@@ -267,4 +268,42 @@ func Probe(ctx context.Context, s Store) error {
 		return errors.New("the probe object came back different")
 	}
 	return s.Delete(ctx, sum)
+}
+
+// Object is one body in a store, as listed.
+type Object struct {
+	Sum      string
+	Size     int64
+	Modified time.Time
+}
+
+// Collectable is a store whose bodies can be listed and removed in bulk, for garbage
+// collection (package blobgc). Both stores of this package are.
+type Collectable interface {
+	Store
+	// List calls fn with every body in the store, in no particular order (keys that are
+	// not bodies, such as temporary files and store markers, are skipped).
+	List(ctx context.Context, fn func(Object) error) error
+	// DeleteMany removes bodies; one already gone is not an error.
+	DeleteMany(ctx context.Context, sums []string) error
+	// Mark records that the relay store named id keeps bodies here, and returns the ids of
+	// every store marked so far (id among them), so a sweep can refuse a location that
+	// another store also uses: it would take that store's bodies for unreferenced.
+	Mark(ctx context.Context, id string) ([]string, error)
+}
+
+// markerName is the key of a store's marker under a prefix.
+func markerName(id string) string { return "stores/" + id }
+
+// ValidStoreID reports whether id can name a store marker (letters, digits, '-').
+func ValidStoreID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -111,3 +111,69 @@ func (d *Dir) Delete(ctx context.Context, sum string) error {
 	}
 	return err
 }
+
+// List implements Collectable.
+func (d *Dir) List(ctx context.Context, fn func(Object) error) error {
+	root := filepath.Join(d.root, "sha256")
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == root {
+				return fs.SkipDir // nothing stored yet
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !e.Type().IsRegular() || !ValidSum(e.Name()) || filepath.Base(filepath.Dir(p)) != e.Name()[:2] {
+			return nil // a directory, a temporary file of a put in flight, or something else
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		return fn(Object{Sum: e.Name(), Size: fi.Size(), Modified: fi.ModTime()})
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", d, err)
+	}
+	return nil
+}
+
+// DeleteMany implements Collectable.
+func (d *Dir) DeleteMany(ctx context.Context, sums []string) error {
+	for _, sum := range sums {
+		if err := d.Delete(ctx, sum); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Mark implements Collectable.
+func (d *Dir) Mark(ctx context.Context, id string) ([]string, error) {
+	if !ValidStoreID(id) {
+		return nil, fmt.Errorf("store id %q cannot name a marker", id)
+	}
+	dir := filepath.Join(d.root, "stores")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("mark %s: %w", d, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, id), nil, 0o600); err != nil {
+		return nil, fmt.Errorf("mark %s: %w", d, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mark %s: %w", d, err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if ValidStoreID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}

@@ -188,3 +188,63 @@ func s3Error(err error) error {
 	}
 	return err
 }
+
+// List implements Collectable.
+func (s *S3) List(ctx context.Context, fn func(Object) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops minio-go's listing goroutine when fn fails
+	prefix := s.prefix + "sha256/"
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return fmt.Errorf("list %s: %w", s, s3Error(o.Err))
+		}
+		rest := strings.TrimPrefix(o.Key, prefix)
+		sum := path.Base(rest)
+		if !ValidSum(sum) || rest != sum[:2]+"/"+sum {
+			continue // not a body this store wrote
+		}
+		if err := fn(Object{Sum: sum, Size: o.Size, Modified: o.LastModified}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// DeleteMany implements Collectable, with S3's multi-object delete (1000 keys a request).
+func (s *S3) DeleteMany(ctx context.Context, sums []string) error {
+	objs := make(chan minio.ObjectInfo, len(sums))
+	for _, sum := range sums {
+		if !ValidSum(sum) {
+			return fmt.Errorf("blob name %q is not a sha256", sum)
+		}
+		objs <- minio.ObjectInfo{Key: s.key(sum)}
+	}
+	close(objs)
+	for e := range s.c.RemoveObjects(ctx, s.bucket, objs, minio.RemoveObjectsOptions{}) {
+		if e.Err != nil && !errors.Is(s3Error(e.Err), ErrNotFound) {
+			return fmt.Errorf("delete %s from %s: %w", e.ObjectName, s, s3Error(e.Err))
+		}
+	}
+	return nil
+}
+
+// Mark implements Collectable.
+func (s *S3) Mark(ctx context.Context, id string) ([]string, error) {
+	if !ValidStoreID(id) {
+		return nil, fmt.Errorf("store id %q cannot name a marker", id)
+	}
+	_, err := s.c.PutObject(ctx, s.bucket, s.prefix+markerName(id), strings.NewReader(""), 0, minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return nil, fmt.Errorf("mark %s: %w", s, s3Error(err))
+	}
+	var ids []string
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + "stores/"}) {
+		if o.Err != nil {
+			return nil, fmt.Errorf("list the store markers of %s: %w", s, s3Error(o.Err))
+		}
+		if id := strings.TrimPrefix(o.Key, s.prefix+"stores/"); ValidStoreID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}

@@ -73,7 +73,7 @@ const (
 // Export writes the thread as a zip to w from one consistent read snapshot.
 func Export(ctx context.Context, db DB, threadID, relayVersion string, w io.Writer) (*Manifest, error) {
 	var m *Manifest
-	err := db.ExportThread(ctx, threadID, func(d *memory.ThreadDump, content func(string) ([]byte, error)) error {
+	err := db.ExportThread(ctx, threadID, func(d *memory.ThreadDump, content memory.Content) error {
 		var err error
 		m, err = write(d, content, relayVersion, w)
 		return err
@@ -81,7 +81,7 @@ func Export(ctx context.Context, db DB, threadID, relayVersion string, w io.Writ
 	return m, err
 }
 
-func write(d *memory.ThreadDump, content func(string) ([]byte, error), relayVersion string, w io.Writer) (*Manifest, error) {
+func write(d *memory.ThreadDump, content memory.Content, relayVersion string, w io.Writer) (*Manifest, error) {
 	now := time.Now().UTC()
 	m := &Manifest{Format: FormatID, ThreadID: d.Thread.ID, ExportedAt: now.Format(time.RFC3339), Relay: relayVersion,
 		Counts: map[string]int{}, Files: map[string]string{}, Sizes: map[string]int64{}}
@@ -116,13 +116,30 @@ func write(d *memory.ThreadDump, content func(string) ([]byte, error), relayVers
 	if err := putLines(put, m, fCalls, d.Calls); err != nil {
 		return nil, err
 	}
+	// Bodies stream from the store into the zip, one at a time, never whole in memory.
+	putStream := func(name string, r io.Reader) error {
+		fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: now})
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(fw, h), r)
+		if err != nil {
+			return err
+		}
+		m.Files[name] = hex.EncodeToString(h.Sum(nil))
+		m.Sizes[name] = n
+		return nil
+	}
 	for _, a := range d.Artifacts {
-		b, err := content(a.Ref)
+		r, err := content(a.Ref)
 		if err != nil {
 			return nil, err
 		}
-		if err := put(artDir+a.Ref, b); err != nil {
-			return nil, err
+		err = putStream(artDir+a.Ref, r)
+		r.Close()
+		if err != nil {
+			return nil, fmt.Errorf("export artifact %s: %w", a.Ref, err)
 		}
 	}
 	mb, _ := json.MarshalIndent(m, "", "  ")
@@ -299,12 +316,12 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 		a.SourceRefs = string(rewrite([]byte(a.SourceRefs)))
 		d.Artifacts = append(d.Artifacts, a)
 	}
-	content := func(ref string) ([]byte, error) {
+	content := func(ref string) (io.ReadCloser, error) {
 		orig, ok := fromRef[ref]
 		if !ok {
 			return nil, fmt.Errorf("import: no artifact %s in the bundle", ref)
 		}
-		return ents.content(orig)
+		return ents.open(orig)
 	}
 	for i := range d.Events {
 		d.Events[i].Data = rewrite(d.Events[i].Data)

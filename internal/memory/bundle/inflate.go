@@ -209,21 +209,41 @@ func (e *bundleEntries) verifyArtifacts() error {
 	return nil
 }
 
-// content inflates one artifact again for writing, checking size and hash
-// once more (the reader under the zip is not trusted to be stable).
-func (e *bundleEntries) content(ref string) ([]byte, error) {
+// open inflates one artifact again as the store writes it, streaming: the reader fails
+// unless the entry inflates to exactly its size and sha256 once more (the reader under the
+// zip is not trusted to be stable).
+func (e *bundleEntries) open(ref string) (io.ReadCloser, error) {
 	name := artDir + ref
 	f, ok := e.arts[name]
 	if !ok {
 		return nil, unsafe("artifact %s has no content entry", ref)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, e.size[name]))
-	sum, err := inflate(f, e.size[name], buf)
+	rc, err := f.Open()
 	if err != nil {
-		return nil, err
+		return nil, unsafe("entry %q: %v", name, err)
 	}
-	if sum != e.sum[name] {
-		return nil, fmt.Errorf("artifact %s changed while it was imported", ref)
-	}
-	return buf.Bytes(), nil
+	return &entryReader{rc: rc, r: &countingReader{r: rc, limit: e.size[name], name: name}, h: sha256.New(), size: e.size[name], sum: e.sum[name], ref: ref}, nil
 }
+
+// entryReader is an artifact entry being inflated: counted, hashed, and checked at its end.
+type entryReader struct {
+	rc   io.ReadCloser
+	r    io.Reader
+	h    hash.Hash
+	n    int64
+	size int64
+	sum  string
+	ref  string
+}
+
+func (e *entryReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.h.Write(p[:n])
+	e.n += int64(n)
+	if err == io.EOF && (e.n != e.size || sumHex(e.h) != e.sum) {
+		return n, fmt.Errorf("artifact %s changed while it was imported", e.ref)
+	}
+	return n, err
+}
+
+func (e *entryReader) Close() error { return e.rc.Close() }

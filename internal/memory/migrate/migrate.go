@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"time"
 
 	"github.com/relaydev/relay/internal/memory"
@@ -20,15 +21,19 @@ import (
 
 // Report counts what a migration copied and verified.
 type Report struct {
-	Threads   int   `json:"threads"`
-	Copied    int   `json:"copied"`
-	Skipped   int   `json:"already_there"`
-	Versions  int   `json:"versions"`
-	Snapshots int   `json:"snapshots"`
-	Artifacts int   `json:"artifacts"`
-	Events    int   `json:"events"`
-	Calls     int   `json:"calls"`
-	Bytes     int64 `json:"artifact_bytes"`
+	Threads   int `json:"threads"`
+	Copied    int `json:"copied"`
+	Skipped   int `json:"already_there"`
+	Versions  int `json:"versions"`
+	Snapshots int `json:"snapshots"`
+	Artifacts int `json:"artifacts"`
+	Events    int `json:"events"`
+	Calls     int `json:"calls"`
+	// Keys are the agent-to-agent idempotency keys and Hops the hops used, summed over
+	// the threads.
+	Keys  int   `json:"idempotency_keys"`
+	Hops  int   `json:"hops"`
+	Bytes int64 `json:"artifact_bytes"`
 	// Digest is the sha256 over every thread's digest, in the source's listing order;
 	// equal on both sides when the copy is exact.
 	Digest string `json:"sha256"`
@@ -98,6 +103,8 @@ func Copy(ctx context.Context, from, to memory.Store, progress func(Report, stri
 		rep.Artifacts += counts.Artifacts
 		rep.Events += counts.Events
 		rep.Calls += counts.Calls
+		rep.Keys += counts.Keys
+		rep.Hops += counts.Hops
 		rep.Bytes += counts.Bytes
 		if progress != nil {
 			progress(rep, th.ID, copied)
@@ -108,14 +115,14 @@ func Copy(ctx context.Context, from, to memory.Store, progress func(Report, stri
 }
 
 func copyThread(ctx context.Context, from, to memory.Store, id string) error {
-	return from.ExportThread(ctx, id, func(d *memory.ThreadDump, content func(string) ([]byte, error)) error {
-		// Bodies stream from the source one at a time as the destination writes them.
-		bodies := func(ref string) ([]byte, error) {
-			b, err := content(ref)
+	return from.ExportThread(ctx, id, func(d *memory.ThreadDump, content memory.Content) error {
+		// Bodies stream from the source as the destination writes them, one at a time.
+		bodies := func(ref string) (io.ReadCloser, error) {
+			r, err := content(ref)
 			if err != nil {
 				return nil, fmt.Errorf("read artifact %s of thread %s: %w", ref, id, err)
 			}
-			return b, nil
+			return r, nil
 		}
 		if err := to.ImportThread(ctx, d, bodies); err != nil {
 			var ee *memory.ExistsError
@@ -130,19 +137,20 @@ func copyThread(ctx context.Context, from, to memory.Store, id string) error {
 
 // Counts are the records of one thread.
 type Counts struct {
-	Versions, Snapshots, Artifacts, Events, Calls int
-	Bytes                                         int64
+	Versions, Snapshots, Artifacts, Events, Calls, Keys, Hops int
+	Bytes                                                     int64
 }
 
 // Digest reads a thread from st and returns the sha256 of everything it holds that a copy
 // must keep: the thread row, every version's patch, author and time, every snapshot, every
 // artifact's metadata and content (checked against its hash), the events' types, times and
-// data in order, and the capability calls. Event ids are store-wide and renumbered by an
-// import, so they are not part of it.
+// data in order, the capability calls, and the agent-to-agent ledger (hops used, and every
+// idempotency key with its status and answer). Event ids are store-wide and renumbered by
+// an import, so they are not part of it.
 func Digest(ctx context.Context, st memory.Store, id string) (string, Counts, error) {
 	var sum string
 	var c Counts
-	err := st.ExportThread(ctx, id, func(d *memory.ThreadDump, content func(string) ([]byte, error)) error {
+	err := st.ExportThread(ctx, id, func(d *memory.ThreadDump, content memory.Content) error {
 		h := sha256.New()
 		th := d.Thread
 		field(h, "thread", th.ID, th.Name, th.CreatedAt, th.UpdatedAt)
@@ -158,13 +166,15 @@ func Digest(ctx context.Context, st memory.Store, id string) (string, Counts, er
 		for _, a := range d.Artifacts {
 			field(h, "artifact", a.Ref, a.Type, a.Mime, a.Name, a.Hash, a.PreviewText, a.CreatedBy, a.Capability, a.SourceRefs, a.CreatedAt)
 			num(h, a.Size, int64(a.PreviewLines), b2i(a.PreviewTruncated))
-			b, err := content(a.Ref)
+			r, err := content(a.Ref)
 			if err != nil {
 				return err
 			}
-			got := sha256.Sum256(b)
-			if hex.EncodeToString(got[:]) != a.Hash || int64(len(b)) != a.Size {
-				return &MismatchError{ThreadID: id, What: "artifact " + a.Ref + " content does not match its hash"}
+			bh := sha256.New()
+			n, err := io.Copy(bh, r) // streamed: a body is never whole in memory
+			r.Close()
+			if err != nil || hex.EncodeToString(bh.Sum(nil)) != a.Hash || n != a.Size {
+				return &MismatchError{ThreadID: id, What: fmt.Sprintf("artifact %s content does not match its hash (%v)", a.Ref, err)}
 			}
 			c.Bytes += a.Size
 		}
@@ -176,7 +186,12 @@ func Digest(ctx context.Context, st memory.Store, id string) (string, Counts, er
 			field(h, "call", cl.Capability, string(cl.Args), cl.ArtifactRef, cl.At.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano))
 			num(h, b2i(cl.CacheHit), int64(cl.PreviewBytes), cl.DurationMS)
 		}
-		c.Versions, c.Snapshots, c.Artifacts, c.Events, c.Calls = len(d.Versions), len(d.Snapshots), len(d.Artifacts), len(d.Events), len(d.Calls)
+		num(h, int64(d.Hops))
+		for _, m := range d.Messages {
+			field(h, "a2a", m.Key, m.MsgID, m.Status, string(m.Response), m.ReceivedAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano))
+		}
+		c.Versions, c.Snapshots, c.Artifacts, c.Events, c.Calls, c.Keys = len(d.Versions), len(d.Snapshots), len(d.Artifacts), len(d.Events), len(d.Calls), len(d.Messages)
+		c.Hops = d.Hops
 		sum = hex.EncodeToString(h.Sum(nil))
 		return nil
 	})

@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/a2a"
 	"github.com/relaydev/relay/internal/memory/blob"
 	"github.com/relaydev/relay/internal/memory/migrate"
 	"github.com/relaydev/relay/internal/memory/pgtest"
@@ -72,6 +74,20 @@ func TestSQLiteToPostgresAndBack(t *testing.T) {
 	}
 	defer src.Close()
 	threads := fill(t, src)
+	// An agent-to-agent request answered before the migration, with an idempotency key.
+	runs := 0
+	handler := func(ctx context.Context, e *a2a.Envelope) (json.RawMessage, error) {
+		runs++
+		return json.RawMessage(fmt.Sprintf(`{"run":%d}`, runs)), nil
+	}
+	req, err := a2a.NewRequest(threads[0].ID, "agent-b", "text.summarize", map[string]string{"text": "hi"}, "retry-me", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := a2a.NewProcessor(src, a2a.Limits{}, handler).ProcessEnvelope(ctx, req)
+	if err != nil || first.Hops != 1 {
+		t.Fatalf("a2a before the migration: %+v %v", first, err)
+	}
 	url := pgtest.New(t)
 	dst, err := postgres.Open(ctx, url, postgres.Options{Blobs: bucket})
 	if err != nil {
@@ -102,6 +118,19 @@ func TestSQLiteToPostgresAndBack(t *testing.T) {
 		if hits, err := dst.Search(ctx, th.ID, memory.SearchQuery{Query: "artifact"}); err != nil || len(hits) != 4 {
 			t.Fatalf("search after migrate: %d hits, %v", len(hits), err)
 		}
+	}
+
+	// The hop count and the idempotency key came along: the retry of the request through
+	// the new store gets the first answer, without running again, and counts no hop.
+	if rep.Hops != 1 || rep.Keys != 1 {
+		t.Fatalf("report: %d hops, %d keys; want 1 and 1", rep.Hops, rep.Keys)
+	}
+	retry, err := a2a.NewProcessor(dst, a2a.Limits{}, handler).ProcessEnvelope(ctx, req)
+	if err != nil || !retry.Replayed || runs != 1 || !bytes.Equal(retry.Response.Payload, first.Response.Payload) {
+		t.Fatalf("a2a retry after the migration: %+v %v (ran %d times)", retry, err, runs)
+	}
+	if hops, err := dst.Hops(ctx, threads[0].ID); err != nil || hops != 1 {
+		t.Fatalf("hops after the migration: %d %v", hops, err)
 	}
 
 	// Resumable: a second run copies nothing and verifies everything.

@@ -61,13 +61,20 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	srcRefs, _ := json.Marshal(refs)
 
 	// The body goes to the bucket before the metadata commits: a crash in between leaves an
-	// unreferenced object (harmless, and reused by the next put of the same bytes), never
-	// metadata without its body.
+	// unreferenced object (reused by the next put of the same bytes, or removed by the
+	// bucket's garbage collection), never metadata without its body. The pin keeps a sweep
+	// from deleting the body between the upload (or the finding that it is there) and the
+	// commit, which drops the pin.
+	pin := int64(-1)
 	if s.blobs != nil {
 		if err := s.threadExists(ctx, id); err != nil {
 			return memory.Artifact{}, err
 		}
+		if pin, err = s.pin(ctx, body.Sum); err != nil {
+			return memory.Artifact{}, err
+		}
 		if _, err := s.blobs.Put(ctx, body.Sum, body.Size, body.Reader()); err != nil {
+			s.unpin(pin)
 			return memory.Artifact{}, fmt.Errorf("store artifact body: %w", err)
 		}
 	}
@@ -75,6 +82,11 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	err = s.tx(ctx, "store artifact in thread "+id, func(tx pgx.Tx) error {
 		if _, _, _, err := lockThread(ctx, tx, id); err != nil {
 			return err
+		}
+		if pin >= 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM blob_pins WHERE id = $1`, pin); err != nil {
+				return err
+			}
 		}
 		old, err := scanArtifact(tx.QueryRow(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE thread_id = $1 AND hash = $2`, id, a.Hash))
 		if err == nil {
@@ -118,6 +130,9 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 		return nil
 	})
 	if err != nil {
+		if pin >= 0 {
+			s.unpin(pin)
+		}
 		return memory.Artifact{}, err
 	}
 	s.broker.Notify(id)
@@ -193,18 +208,34 @@ func (s *Store) OpenArtifact(ctx context.Context, id, ref string) (memory.Artifa
 	if err != nil {
 		return a, nil, err
 	}
-	if s.blobs != nil {
-		r, err := s.blobs.Open(ctx, a.Hash)
-		if err != nil {
-			return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
-		}
-		return a, r, nil
-	}
-	var b []byte
-	if err := s.pool.QueryRow(ctx, `SELECT content FROM blobs WHERE hash = $1`, a.Hash).Scan(&b); err != nil {
+	r, err := s.openBody(ctx, s.pool, a.Hash)
+	if err != nil {
 		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
 	}
-	return a, blob.Verify(io.NopCloser(bytes.NewReader(b)), a.Hash, "artifact "+ref), nil
+	return a, r, nil
+}
+
+// openBody opens the body with hash sum: from the bucket when the store has one, else (and
+// for bodies stored before the bucket was configured) from the blobs table.
+func (s *Store) openBody(ctx context.Context, q querier, sum string) (io.ReadCloser, error) {
+	if s.blobs != nil {
+		r, err := s.blobs.Open(ctx, sum)
+		if !errors.Is(err, blob.ErrNotFound) {
+			return r, err
+		}
+	}
+	var b []byte
+	err := q.QueryRow(ctx, `SELECT content FROM blobs WHERE hash = $1`, sum).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if s.blobs == nil {
+			return nil, fmt.Errorf("body %s is not in the database; if the team keeps bodies in a bucket, start the daemon with --artifacts s3://…", sum[:12])
+		}
+		return nil, fmt.Errorf("body %s is neither in %s nor in the database: %w", sum[:12], s.blobs, blob.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return blob.Verify(io.NopCloser(bytes.NewReader(b)), sum, "artifact body "+sum[:12]), nil
 }
 
 // ArtifactContent implements memory.Store.

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +18,7 @@ func stamp(t time.Time) string { return memory.Time{Time: t.UTC()}.String() }
 
 // ExportThread implements memory.Dumper from one repeatable-read transaction (a consistent
 // snapshot while other daemons keep writing).
-func (s *Store) ExportThread(ctx context.Context, threadID string, fn func(d *memory.ThreadDump, content func(ref string) ([]byte, error)) error) error {
+func (s *Store) ExportThread(ctx context.Context, threadID string, fn func(d *memory.ThreadDump, content memory.Content) error) error {
 	if err := memory.CheckThreadID(threadID); err != nil {
 		return err
 	}
@@ -98,64 +97,48 @@ func (s *Store) ExportThread(ctx context.Context, threadID string, fn func(d *me
 	if d.Calls, err = calls(ctx, tx, threadID); err != nil {
 		return fmt.Errorf("export capability calls: %w", err)
 	}
+	if err := exportLedger(ctx, tx, d); err != nil {
+		return err
+	}
 	hashes := map[string]string{}
 	for _, a := range d.Artifacts {
 		hashes[a.Ref] = a.Hash
 	}
-	content := func(ref string) ([]byte, error) {
+	content := func(ref string) (io.ReadCloser, error) {
 		h, ok := hashes[ref]
 		if !ok {
 			return nil, &memory.NotFoundError{What: "artifact", ID: ref}
 		}
-		var r io.ReadCloser
-		if s.blobs != nil {
-			var err error
-			if r, err = s.blobs.Open(ctx, h); err != nil {
-				return nil, fmt.Errorf("export artifact %s: %w", ref, err)
-			}
-		} else {
-			var b []byte
-			if err := tx.QueryRow(ctx, `SELECT content FROM blobs WHERE hash = $1`, h).Scan(&b); err != nil {
-				return nil, fmt.Errorf("export artifact %s: %w", ref, err)
-			}
-			r = blob.Verify(io.NopCloser(bytes.NewReader(b)), h, "artifact "+ref)
-		}
-		defer r.Close()
-		b, err := io.ReadAll(io.LimitReader(r, memory.MaxArtifactSize+1))
+		r, err := s.openBody(ctx, tx, h)
 		if err != nil {
 			return nil, fmt.Errorf("export artifact %s: %w", ref, err)
 		}
-		return b, nil
+		return r, nil
 	}
 	return fn(d, content)
 }
 
-// ImportThread implements memory.Dumper in one transaction; bodies go to the bucket first
-// (content-addressed, so a failed import leaves only reusable objects).
-func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content func(ref string) ([]byte, error)) error {
+// ImportThread implements memory.Dumper in one transaction. With a bucket, every body is
+// streamed to it first (content-addressed: a failed import leaves only objects the next
+// put of the same bytes reuses, or the bucket's garbage collection removes), each pinned
+// so a sweep running meanwhile cannot take it; without one, each body is held once, as
+// it is written into the transaction.
+func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content memory.Content) error {
 	id := d.Thread.ID
 	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
-	// content is read once per pass, one artifact at a time, so an import never holds
-	// every body at once.
-	for _, a := range d.Artifacts {
-		body, err := content(a.Ref)
-		if err != nil {
-			return err
-		}
-		if blob.Sum(body) != a.Hash {
-			return memory.BadRequest("content of artifact %s does not match its hash %s", a.Ref, a.Hash)
-		}
-	}
+	var pins []int64
+	defer func() { s.unpin(pins...) }()
 	if s.blobs != nil {
 		for _, a := range d.Artifacts {
-			body, err := content(a.Ref)
+			pin, err := s.pin(ctx, a.Hash)
 			if err != nil {
-				return err
-			}
-			if _, err := s.blobs.Put(ctx, a.Hash, int64(len(body)), bytes.NewReader(body)); err != nil {
 				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
+			}
+			pins = append(pins, pin)
+			if err := s.putBody(ctx, a, content); err != nil {
+				return err
 			}
 		}
 	}
@@ -219,9 +202,19 @@ func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content 
 			}
 		}
 		for _, a := range d.Artifacts {
-			body, err := content(a.Ref)
-			if err != nil {
-				return err
+			var body []byte
+			var err error
+			if s.blobs == nil {
+				if body, err = memory.ContentBytes(content, a.Ref, memory.MaxArtifactSize); err != nil {
+					return err
+				}
+				if blob.Sum(body) != a.Hash || int64(len(body)) != a.Size {
+					return memory.BadRequest("content of artifact %s does not match its hash %s and size %d", a.Ref, a.Hash, a.Size)
+				}
+			} else if a.Capability != memory.SearchCapability && a.Type != memory.TypeBinary {
+				if body, err = indexPrefix(content, a.Ref); err != nil {
+					return err
+				}
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO artifacts (`+artifactCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 				a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, a.SourceRefs, memory.ParseTime(a.CreatedAt).Time); err != nil {
@@ -247,8 +240,77 @@ func (s *Store) ImportThread(ctx context.Context, d *memory.ThreadDump, content 
 				return fmt.Errorf("import capability call: %w", err)
 			}
 		}
-		return nil
+		return importLedger(ctx, tx, id, d)
 	})
+}
+
+// putBody streams artifact a's body from content into the bucket; the bucket store checks
+// the bytes against the hash as they go, and the size is checked here.
+func (s *Store) putBody(ctx context.Context, a memory.ArtifactRecord, content memory.Content) error {
+	r, err := content(a.Ref)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if !blob.ValidSum(a.Hash) || a.Size < 0 {
+		return memory.BadRequest("artifact %s has no valid hash and size", a.Ref)
+	}
+	if _, err := s.blobs.Put(ctx, a.Hash, a.Size, r); err != nil {
+		return fmt.Errorf("import artifact %s: %w", a.Ref, err)
+	}
+	return nil
+}
+
+// indexPrefix reads the start of a body that search indexes (at most maxIndexedBytes).
+func indexPrefix(content memory.Content, ref string) ([]byte, error) {
+	r, err := content(ref)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxIndexedBytes))
+	if err != nil {
+		return nil, fmt.Errorf("read artifact %s to index it: %w", ref, err)
+	}
+	return b, nil
+}
+
+// exportLedger reads the thread's agent-to-agent hops and idempotency keys into d.
+func exportLedger(ctx context.Context, tx pgx.Tx, d *memory.ThreadDump) error {
+	err := tx.QueryRow(ctx, `SELECT hops FROM a2a_hops WHERE thread_id = $1`, d.Thread.ID).Scan(&d.Hops)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("export hops: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT idempotency_key, msg_id, status, response, received_at FROM a2a_messages WHERE thread_id = $1 ORDER BY idempotency_key`, d.Thread.ID)
+	if err != nil {
+		return fmt.Errorf("export idempotency keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m memory.A2AMessageRecord
+		if err := rows.Scan(&m.Key, &m.MsgID, &m.Status, &m.Response, &m.ReceivedAt); err != nil {
+			return fmt.Errorf("export idempotency keys: %w", err)
+		}
+		m.ReceivedAt = m.ReceivedAt.UTC()
+		d.Messages = append(d.Messages, m)
+	}
+	return rows.Err()
+}
+
+// importLedger writes d's agent-to-agent hops and idempotency keys for thread id.
+func importLedger(ctx context.Context, tx pgx.Tx, id string, d *memory.ThreadDump) error {
+	if d.Hops > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO a2a_hops (thread_id, hops) VALUES ($1, $2)`, id, d.Hops); err != nil {
+			return fmt.Errorf("import hops: %w", err)
+		}
+	}
+	for _, m := range d.Messages {
+		if _, err := tx.Exec(ctx, `INSERT INTO a2a_messages (thread_id, idempotency_key, msg_id, status, response, received_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			id, m.Key, m.MsgID, m.Status, m.Response, m.ReceivedAt); err != nil {
+			return fmt.Errorf("import idempotency key: %w", err)
+		}
+	}
+	return nil
 }
 
 // freeName is name when no thread has it, else the first of "name (2)", "name (3)", … that

@@ -148,6 +148,28 @@ CREATE TABLE a2a_messages (
   PRIMARY KEY (thread_id, idempotency_key)
 );
 `},
+	{4, "bucket garbage collection", `
+-- The store's id: daemons of one store mark the bucket prefix with it, so a sweep can tell
+-- its own bodies' location from one another store shares.
+CREATE TABLE store_meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+INSERT INTO store_meta (key, value) VALUES ('store_id', gen_random_uuid()::text);
+
+-- Bodies being put to the bucket: a sweep deletes no body pinned here (gc.go). A pin is
+-- dropped in the transaction that commits its artifact, or after the put fails; one left by
+-- a crashed daemon stops counting after a day.
+CREATE TABLE blob_pins (
+  id        BIGSERIAL PRIMARY KEY,
+  hash      TEXT NOT NULL,
+  pinned_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX blob_pins_hash ON blob_pins (hash);
+
+-- The sweep asks which listed bodies any artifact references.
+CREATE INDEX artifacts_hash ON artifacts (hash);
+`},
 }
 
 // SchemaVersion is the schema this build writes.

@@ -1,8 +1,13 @@
 package sqlite
 
 import (
+	"bytes"
+	"context"
+	"io"
+
 	"database/sql/driver"
 	"fmt"
+	"github.com/relaydev/relay/internal/memory/blob"
 	"regexp"
 	"sync"
 	"unicode/utf8"
@@ -126,3 +131,13 @@ var registerFuncs = sync.OnceValue(func() error {
 		return s, nil
 	})
 })
+
+// openContent returns a reader of an artifact's body stored as enc, which fails at its end
+// unless the bytes hash to sum.
+func (s *SQLite) openContent(ctx context.Context, sum string, enc int, stored []byte) (io.ReadCloser, error) {
+	b, err := decodeContent(enc, stored)
+	if err != nil {
+		return nil, err
+	}
+	return blob.Verify(io.NopCloser(bytes.NewReader(b)), sum, "artifact body "+sum[:min(12, len(sum))]), nil
+}

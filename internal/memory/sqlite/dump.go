@@ -2,17 +2,21 @@ package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/relaydev/relay/internal/memory"
 )
 
 // ExportThread implements memory.Dumper from one read transaction (a consistent snapshot).
-func (s *SQLite) ExportThread(ctx context.Context, threadID string, fn func(d *memory.ThreadDump, content func(ref string) ([]byte, error)) error) error {
+func (s *SQLite) ExportThread(ctx context.Context, threadID string, fn func(d *memory.ThreadDump, content memory.Content) error) error {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -82,23 +86,34 @@ func (s *SQLite) ExportThread(ctx context.Context, threadID string, fn func(d *m
 	if d.Calls, err = calls(ctx, tx, threadID); err != nil {
 		return fmt.Errorf("export capability calls: %w", err)
 	}
-	content := func(ref string) ([]byte, error) {
+	if err := exportLedger(ctx, tx, d); err != nil {
+		return err
+	}
+	hashes := make(map[string]string, len(d.Artifacts))
+	for _, a := range d.Artifacts {
+		hashes[a.Ref] = a.Hash
+	}
+	content := func(ref string) (io.ReadCloser, error) {
+		h, ok := hashes[ref]
+		if !ok {
+			return nil, &memory.NotFoundError{What: "artifact", ID: ref}
+		}
 		var b []byte
 		var enc int
 		if err := tx.QueryRowContext(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, ref).Scan(&b, &enc); err != nil {
 			return nil, fmt.Errorf("export artifact %s: %w", ref, err)
 		}
-		b, err := decodeContent(enc, b)
+		r, err := s.openContent(ctx, h, enc, b)
 		if err != nil {
 			return nil, fmt.Errorf("export artifact %s: %w", ref, err)
 		}
-		return b, nil
+		return r, nil
 	}
 	return fn(d, content)
 }
 
 // ImportThread implements memory.Dumper in one write transaction.
-func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content func(ref string) ([]byte, error)) error {
+func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content memory.Content) error {
 	id := d.Thread.ID
 	if err := memory.CheckThreadID(id); err != nil {
 		return err
@@ -154,9 +169,12 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 			}
 		}
 		for _, a := range d.Artifacts {
-			body, err := content(a.Ref)
+			body, err := memory.ContentBytes(content, a.Ref, memory.MaxArtifactSize)
 			if err != nil {
 				return err
+			}
+			if sha256.Sum256(body) != hashOf(a.Hash) || int64(len(body)) != a.Size {
+				return memory.BadRequest("content of artifact %s does not match its hash %s and size %d", a.Ref, a.Hash, a.Size)
 			}
 			enc, stored := encodeContent(body)
 			// The indexer (indexer.go) adds the artifacts to the search index after the commit.
@@ -175,7 +193,7 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 				return fmt.Errorf("import capability call: %w", err)
 			}
 		}
-		return nil
+		return importLedger(ctx, tx, id, d)
 	})
 	if err != nil {
 		return err
@@ -207,3 +225,50 @@ func freeName(ctx context.Context, tx *sql.Tx, name string) (string, error) {
 }
 
 var copySuffix = regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`)
+
+// hashOf decodes a hex sha256 (zero for anything else, which then matches no content).
+func hashOf(h string) (sum [32]byte) {
+	if b, err := hex.DecodeString(h); err == nil && len(b) == len(sum) {
+		copy(sum[:], b)
+	}
+	return sum
+}
+
+// exportLedger reads the thread's agent-to-agent hops and idempotency keys into d.
+func exportLedger(ctx context.Context, tx *sql.Tx, d *memory.ThreadDump) error {
+	err := tx.QueryRowContext(ctx, `SELECT hops FROM a2a_hops WHERE thread_id = ?`, d.Thread.ID).Scan(&d.Hops)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("export hops: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT idempotency_key, msg_id, status, response, received_at FROM a2a_messages WHERE thread_id = ? ORDER BY idempotency_key`, d.Thread.ID)
+	if err != nil {
+		return fmt.Errorf("export idempotency keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m memory.A2AMessageRecord
+		var at int64
+		if err := rows.Scan(&m.Key, &m.MsgID, &m.Status, &m.Response, &at); err != nil {
+			return fmt.Errorf("export idempotency keys: %w", err)
+		}
+		m.ReceivedAt = time.Unix(0, at).UTC()
+		d.Messages = append(d.Messages, m)
+	}
+	return rows.Err()
+}
+
+// importLedger writes d's agent-to-agent hops and idempotency keys for thread id.
+func importLedger(ctx context.Context, tx *sql.Tx, id string, d *memory.ThreadDump) error {
+	if d.Hops > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO a2a_hops(thread_id, hops) VALUES (?, ?)`, id, d.Hops); err != nil {
+			return fmt.Errorf("import hops: %w", err)
+		}
+	}
+	for _, m := range d.Messages {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO a2a_messages(thread_id, idempotency_key, msg_id, status, response, received_at) VALUES (?,?,?,?,?,?)`,
+			id, m.Key, m.MsgID, m.Status, m.Response, m.ReceivedAt.UnixNano()); err != nil {
+			return fmt.Errorf("import idempotency key: %w", err)
+		}
+	}
+	return nil
+}

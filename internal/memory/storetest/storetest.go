@@ -3,10 +3,12 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -373,12 +375,21 @@ func testDump(t *testing.T, st memory.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.ClaimHop(ctx, th.ID, 5, "key-1", "msg-1", time.Unix(1700000000, 123456000).UTC()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishIdempotent(ctx, th.ID, "key-1", []byte(`{"answer":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimHop(ctx, th.ID, 5, "", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	var dump *memory.ThreadDump
 	contents := map[string][]byte{}
-	err = st.ExportThread(ctx, th.ID, func(d *memory.ThreadDump, content func(string) ([]byte, error)) error {
+	err = st.ExportThread(ctx, th.ID, func(d *memory.ThreadDump, content memory.Content) error {
 		dump = d
 		for _, ar := range d.Artifacts {
-			b, err := content(ar.Ref)
+			b, err := memory.ContentBytes(content, ar.Ref, memory.MaxArtifactSize)
 			if err != nil {
 				return err
 			}
@@ -392,21 +403,52 @@ func testDump(t *testing.T, st memory.Store) {
 	if dump.Thread.Version != 2 || len(dump.Versions) != 2 || len(dump.Artifacts) != 1 || string(contents[a.Ref]) != "zebra crossing" {
 		t.Fatalf("dump = %+v", dump)
 	}
+	if dump.Hops != 2 || len(dump.Messages) != 1 || dump.Messages[0].Key != "key-1" || dump.Messages[0].Status != "done" ||
+		string(dump.Messages[0].Response) != `{"answer":1}` || !dump.Messages[0].ReceivedAt.Equal(time.Unix(1700000000, 123456000)) {
+		t.Fatalf("dump's agent-to-agent ledger: %d hops, %+v", dump.Hops, dump.Messages)
+	}
+	bodies := func(ref string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(contents[ref])), nil }
 	var ee *memory.ExistsError
-	if err := st.ImportThread(ctx, dump, func(ref string) ([]byte, error) { return contents[ref], nil }); !errors.As(err, &ee) {
+	if err := st.ImportThread(ctx, dump, bodies); !errors.As(err, &ee) {
 		t.Fatalf("importing over itself: err = %v, want *memory.ExistsError", err)
+	}
+	// A copy under new ids carries the ledger (a retried message is still recognised)...
+	cp := *dump
+	cp.Thread.ID = uuid.NewString()
+	cp.Artifacts = nil
+	cp.Thread.ArtifactCount = 0
+	if err := st.ImportThread(ctx, &cp, bodies); err != nil {
+		t.Fatal(err)
+	}
+	if hops, err := st.Hops(ctx, cp.Thread.ID); err != nil || hops != 2 {
+		t.Fatalf("imported hops = %d, %v; want 2", hops, err)
+	}
+	if resp, err := st.IdempotentResponse(ctx, cp.Thread.ID, "key-1"); err != nil || string(resp) != `{"answer":1}` {
+		t.Fatalf("imported idempotency key answers %q, %v", resp, err)
+	}
+	// ...and a body that does not hash to its artifact's hash is refused, nothing written.
+	bad := *dump
+	bad.Thread.ID, bad.Hops, bad.Messages = uuid.NewString(), 0, nil
+	bad.Artifacts = []memory.ArtifactRecord{dump.Artifacts[0]}
+	bad.Artifacts[0].Ref = memory.NewRef(time.Now())
+	err = st.ImportThread(ctx, &bad, func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("zebra crossinG")), nil })
+	if err == nil {
+		t.Fatal("a body that does not match its hash was imported")
+	}
+	if _, err := st.GetThread(ctx, bad.Thread.ID); !memory.IsNotFound(err) {
+		t.Fatalf("a refused import left its thread: %v", err)
 	}
 
 	// A copy under a new id with FreeName takes the next free "name (n)".
 	plain := newThread(t, st, "copied")
 	var pd *memory.ThreadDump
-	if err := st.ExportThread(ctx, plain.ID, func(d *memory.ThreadDump, _ func(string) ([]byte, error)) error { pd = d; return nil }); err != nil {
+	if err := st.ExportThread(ctx, plain.ID, func(d *memory.ThreadDump, _ memory.Content) error { pd = d; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"copied (2)", "copied (3)"} {
 		cp := *pd
 		cp.Thread.ID, cp.FreeName = uuid.NewString(), true
-		if err := st.ImportThread(ctx, &cp, func(string) ([]byte, error) { return nil, errors.New("no artifacts") }); err != nil {
+		if err := st.ImportThread(ctx, &cp, func(string) (io.ReadCloser, error) { return nil, errors.New("no artifacts") }); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := st.GetThread(ctx, cp.Thread.ID); err != nil || got.Name != want || cp.Thread.Name != want {
