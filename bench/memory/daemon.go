@@ -201,3 +201,73 @@ func fsyncRate(dir string, dur time.Duration) (float64, error) {
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
 }
+
+// fsyncsDuring counts the daemon's fsync and fdatasync calls while fn runs, with strace
+// attached to all its threads (-1 when strace is missing or may not attach: ptrace
+// restricted). strace slows syscalls, so only counts are taken this way, never times.
+func (d *daemon) fsyncsDuring(fn func() error) (int, error) {
+	if d.pid == 0 || d.pid == os.Getpid() {
+		return -1, fn()
+	}
+	path, err := exec.LookPath("strace")
+	if err != nil {
+		return -1, fn()
+	}
+	out, err := os.CreateTemp("", "relay-bench-strace-")
+	if err != nil {
+		return -1, err
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	cmd := exec.Command(path, "-f", "-qq", "-c", "-e", "trace=fsync,fdatasync", "-o", out.Name(), "-p", strconv.Itoa(d.pid))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return -1, fn()
+	}
+	// strace attaches before it traces; wait until every thread of the daemon is attached
+	// (TracerPid set), or give up counting after 5 s.
+	deadline := time.Now().Add(5 * time.Second)
+	for !tracedBy(d.pid, cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return -1, fn()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ferr := fn()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	_ = cmd.Wait()
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		return -1, ferr
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && (f[len(f)-1] == "fsync" || f[len(f)-1] == "fdatasync") {
+			c, _ := strconv.Atoi(f[3])
+			n += c
+		}
+	}
+	return n, ferr
+}
+
+// tracedBy reports whether every thread of pid is traced by tracer.
+func tracedBy(pid, tracer int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/status")
+		if err != nil {
+			return false
+		}
+		if !strings.Contains(string(b), "\nTracerPid:\t"+strconv.Itoa(tracer)+"\n") {
+			return false
+		}
+	}
+	return true
+}

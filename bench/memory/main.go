@@ -48,7 +48,7 @@ import (
 
 type config struct {
 	relay, url, home, store, sync, token, corpusDir, label, jsonOut, upload string
-	pid, rounds, facts, writers, big, small, docs, queries                  int
+	pid, rounds, facts, writers, big, small, docs, queries, sustainBig      int
 	conns                                                                   []int
 	binary, inprocess                                                       bool
 	cpuprofile, blockprofile, mutexprofile                                  string
@@ -77,6 +77,7 @@ func main() {
 	flag.IntVar(&cfg.writers, "writers", 8, "concurrent writers in the group-commit test, each on its own thread")
 	flag.IntVar(&cfg.big, "big", 1000, "100 KB artifact puts per connection count")
 	flag.IntVar(&cfg.small, "small", 10000, "2 KB artifacts loaded into the search thread")
+	flag.IntVar(&cfg.sustainBig, "sustain-big", 1000, "100 KB artifacts put right after the 2 KB load (sustained ingestion), into a thread of their own")
 	flag.IntVar(&cfg.docs, "docs", 0, "then grow the search thread to this many artifacts (e.g. 100000) and search again")
 	flag.IntVar(&cfg.queries, "queries", 200, "search queries per kind")
 	flag.StringVar(&conns, "conns", "1,8", "connection counts for the put tests")
@@ -227,7 +228,7 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 	if !cfg.phase("small") {
 		return r.finish(d, fsDir)
 	}
-	sid, err := r.load(corp, 0, cfg.small, "")
+	sid, err := r.sustained(corp)
 	if err != nil {
 		return nil, err
 	}
@@ -434,24 +435,106 @@ func (r *run) lostUpdates() error {
 	return nil
 }
 
-// puts: -big 100 KB artifacts over each connection count of -conns, each into its own thread.
+// puts: -big 100 KB artifacts over each connection count of -conns, each into its own
+// thread: text (indexed), then binary (random bytes typed binary: the put path without
+// indexing, as the older daemon's "binary" row measures; with -binary both are binary).
 func (r *run) puts(corp *corpus) error {
-	for _, c := range r.cfg.conns {
-		tid, err := r.newThread()
-		if err != nil {
-			return err
+	for _, binary := range []bool{r.cfg.binary, true} {
+		kind := "text"
+		if binary {
+			kind = "binary"
 		}
-		cpu0 := r.d.cpu()
-		el, err := r.putMany(corp, tid, 1_000_000*c, r.cfg.big, 100*1024, c)
-		if err != nil {
-			return err
+		for _, c := range r.cfg.conns {
+			tid, err := r.newThread()
+			if err != nil {
+				return err
+			}
+			cpu0 := r.d.cpu()
+			el, lat, err := r.putMany(corp, tid, 1_000_000*c, r.cfg.big, 100*1024, c, binary)
+			if err != nil {
+				return err
+			}
+			key := fmt.Sprintf("put_100k_c%d", c)
+			if binary && !r.cfg.binary {
+				key = fmt.Sprintf("put_100k_bin_c%d", c)
+			}
+			cpu := r.cpuPerOp(key, r.d.cpu()-cpu0, r.cfg.big)
+			r.set(key+"_per_s", float64(r.cfg.big)/el.Seconds())
+			r.set(key+"_p50_ms", ms(pct(lat, 50)))
+			fmt.Printf("puts 100 KB %-6s %d over %d conn(s) = %.0f/s, p50 %v p99 %v, daemon CPU %s/put\n", kind+":", r.cfg.big, c, float64(r.cfg.big)/el.Seconds(), pct(lat, 50), pct(lat, 99), cpu)
 		}
-		cpu := r.cpuPerOp(fmt.Sprintf("put_100k_c%d", c), r.d.cpu()-cpu0, r.cfg.big)
-		key := fmt.Sprintf("put_100k_c%d_per_s", c)
-		r.set(key, float64(r.cfg.big)/el.Seconds())
-		fmt.Printf("puts 100 KB %s:   %d over %d conn(s) = %.0f/s, daemon CPU %s/put (target >= 2000/s)\n", r.kind(), r.cfg.big, c, float64(r.cfg.big)/el.Seconds(), cpu)
+		if r.cfg.binary {
+			break
+		}
 	}
 	return nil
+}
+
+// sustained is the sustained-ingestion test: -small 2 KB documents into the search thread
+// (the first fifth over one connection, the rest over the largest -conns), then at once
+// -sustain-big 100 KB documents into another thread, while the index lag (the daemon's
+// /status index_pending_bytes) is sampled every 50 ms. It returns the search thread.
+func (r *run) sustained(corp *corpus) (string, error) {
+	stop := make(chan struct{})
+	sampled := make(chan [2]float64, 1)
+	go func() {
+		var maxBytes, maxDocs float64
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				sampled <- [2]float64{maxBytes, maxDocs}
+				return
+			case <-t.C:
+			}
+			b, err := r.get(r.base + "/status")
+			if err != nil {
+				continue
+			}
+			var st struct {
+				Store struct {
+					Pending      float64 `json:"index_pending"`
+					PendingBytes float64 `json:"index_pending_bytes"`
+				} `json:"store"`
+			}
+			if json.Unmarshal(b, &st) == nil {
+				maxBytes, maxDocs = max(maxBytes, st.Store.PendingBytes), max(maxDocs, st.Store.Pending)
+			}
+		}
+	}()
+	t0 := time.Now()
+	sid, err := r.load(corp, 0, r.cfg.small, "")
+	if err != nil {
+		close(stop)
+		<-sampled
+		return "", err
+	}
+	if n := r.cfg.sustainBig; n > 0 {
+		big, err := r.newThread()
+		if err != nil {
+			close(stop)
+			<-sampled
+			return "", err
+		}
+		c := r.cfg.conns[len(r.cfg.conns)-1]
+		cpu0 := r.d.cpu()
+		el, lat, err := r.putMany(corp, big, 3_000_000, n, 100*1024, c, r.cfg.binary)
+		if err != nil {
+			close(stop)
+			<-sampled
+			return "", err
+		}
+		cpu := r.cpuPerOp("sustain_100k", r.d.cpu()-cpu0, n)
+		r.set("sustain_100k_per_s", float64(n)/el.Seconds())
+		fmt.Printf("sustained:         then %d x 100 KB over %d conns = %.0f/s, p50 %v, daemon CPU %s/put\n", n, c, float64(n)/el.Seconds(), pct(lat, 50), cpu)
+	}
+	close(stop)
+	m := <-sampled
+	r.set("index_lag_max_mb", m[0]/1e6)
+	r.set("index_lag_max_docs", m[1])
+	fmt.Printf("index lag:         at most %.1f MB (%.0f artifacts) unindexed during the %v of sustained ingestion (bound: 48 MB)\n", m[0]/1e6, m[1], time.Since(t0).Round(time.Millisecond))
+	return sid, nil
 }
 
 // cpuPerOp records the daemon's CPU per operation of a phase (indexing behind the puts
@@ -485,7 +568,7 @@ func (r *run) load(corp *corpus, from, to int, sid string) (string, error) {
 	if from == 0 {
 		one := to / 5
 		cpu0 := r.d.cpu()
-		el, err := r.putMany(corp, sid, 0, one, 2048, 1)
+		el, _, err := r.putMany(corp, sid, 0, one, 2048, 1, r.cfg.binary)
 		if err != nil {
 			return "", err
 		}
@@ -495,7 +578,7 @@ func (r *run) load(corp *corpus, from, to int, sid string) (string, error) {
 		from = one
 	}
 	cpu0 := r.d.cpu()
-	el, err := r.putMany(corp, sid, from, to-from, 2048, c)
+	el, _, err := r.putMany(corp, sid, from, to-from, 2048, c, r.cfg.binary)
 	if err != nil {
 		return "", err
 	}
@@ -509,20 +592,28 @@ func (r *run) load(corp *corpus, from, to int, sid string) (string, error) {
 	return sid, nil
 }
 
-// putMany puts n documents numbered first.. of about size bytes over conns connections.
-func (r *run) putMany(corp *corpus, tid string, first, n, size, conns int) (time.Duration, error) {
+// putMany puts n documents numbered first.. of about size bytes over conns connections
+// (random binary when binary) and returns the elapsed time and the sorted latencies.
+func (r *run) putMany(corp *corpus, tid string, first, n, size, conns int, binary bool) (time.Duration, []time.Duration, error) {
 	next := make(chan int, conns)
 	errs := make(chan error, conns)
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, n)
 	start := time.Now()
 	for range conns {
 		go func() {
 			for i := range next {
-				if err := r.put(corp, tid, i, size); err != nil {
+				t0 := time.Now()
+				if err := r.put(corp, tid, i, size, binary); err != nil {
 					errs <- err
 					for range next { // drain so the producer finishes
 					}
 					return
 				}
+				d := time.Since(t0)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
 			}
 			errs <- nil
 		}()
@@ -537,13 +628,18 @@ func (r *run) putMany(corp *corpus, tid string, first, n, size, conns int) (time
 			err = e
 		}
 	}
-	return time.Since(start), err
+	el := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) == 0 {
+		lat = []time.Duration{0}
+	}
+	return el, lat, err
 }
 
-// put stores document i (text from the corpus, or random binary with -binary).
-func (r *run) put(corp *corpus, tid string, i, size int) error {
+// put stores document i (text from the corpus, or random binary typed binary).
+func (r *run) put(corp *corpus, tid string, i, size int, binary bool) error {
 	name, typ, body := corp.doc(i, size)
-	if r.cfg.binary {
+	if binary {
 		body = make([]byte, size)
 		rand.Read(body)
 		name, typ = fmt.Sprintf("blob%07d.bin", i), "binary"
@@ -556,7 +652,7 @@ func (r *run) put(corp *corpus, tid string, i, size int) error {
 		req.Header.Set("Content-Type", "application/octet-stream")
 	} else {
 		m := map[string]string{"name": name, "type": typ}
-		if r.cfg.binary {
+		if binary {
 			m["content_base64"] = base64.StdEncoding.EncodeToString(body)
 		} else {
 			m["content"] = string(body)
@@ -628,6 +724,33 @@ func (r *run) searches(corp *corpus, sid, at string) error {
 		r.set("search_"+kind+"_p99_ms_"+at, ms(pct(lat, 99)))
 		fmt.Printf("search %-6s at %s: p50 %v p99 %v max %v, daemon CPU %s/query, avg %.1f hits (target p99 < 5 ms at 10k, < 10 ms at 100k)\n", kind, at, pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond), cpu, float64(hits)/float64(len(lat)))
 	}
+	return r.searchFsyncs(corp, sid, at)
+}
+
+// searchFsyncs counts the daemon's fsyncs during 20 searches (cache misses: each stores
+// its result list, a cache entry, a call-log row, an event and metrics), after a second's
+// pause so the background checkpoint of earlier writes is done. The count covers every
+// thread of the daemon, the background checkpointer included.
+func (r *run) searchFsyncs(corp *corpus, sid, at string) error {
+	time.Sleep(time.Second)
+	qs := corp.queries("two", 20)
+	n, err := r.d.fsyncsDuring(func() error {
+		for _, q := range qs {
+			if _, err := r.search(sid, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		fmt.Println("search fsyncs:     not counted (needs strace and permission to trace the daemon)")
+		return nil
+	}
+	r.set("search_fsyncs_per_query_"+at, float64(n)/float64(len(qs)))
+	fmt.Printf("search fsyncs:     %d fsync/fdatasync calls in the daemon during %d searches at %s (target 0 on the request path)\n", n, len(qs), at)
 	return nil
 }
 

@@ -233,6 +233,10 @@ type StoreStats struct {
 	Events    int64  `json:"events"`
 	Bytes     int64  `json:"bytes"`
 	Path      string `json:"path"`
+	// IndexPending and IndexPendingBytes are how far the search index trails the puts
+	// (stores that index in the background; 0 otherwise).
+	IndexPending      int64 `json:"index_pending"`
+	IndexPendingBytes int64 `json:"index_pending_bytes"`
 }
 
 // Limits of the store.

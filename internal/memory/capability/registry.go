@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/plugin"
 )
 
@@ -314,7 +315,7 @@ func (r *Registry) run(ctx context.Context, e *entry, threadID string, canon []b
 		CacheKey: key, DurationMS: r.now().Sub(start).Milliseconds(),
 	}
 	if e.cap.Cacheable {
-		if err := r.store.CachePut(ctx, key, CachedResult{
+		if err := r.store.CachePut(memory.Deferred(ctx), key, CachedResult{
 			Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: res.ArtifactRef, Preview: res.Preview,
 			ExpiresAt: start.Add(e.cap.CacheTTL),
 		}, start); err != nil {
@@ -327,7 +328,11 @@ func (r *Registry) run(ctx context.Context, e *entry, threadID string, canon []b
 	return inv, nil
 }
 
+// record logs the call. The log, the cache entry and OnCall's event and metrics are
+// bookkeeping: written with deferred durability (memory.Deferred), so a call, and a search
+// above all, never waits for the disk to flush them.
 func (r *Registry) record(ctx context.Context, inv *Invocation, canon []byte) error {
+	ctx = memory.Deferred(ctx)
 	err := r.store.RecordCall(ctx, Call{
 		ThreadID: inv.ThreadID, Capability: inv.Capability, Args: canon, ArtifactRef: inv.ArtifactRef,
 		CacheHit: inv.CacheHit, PreviewBytes: len(inv.Preview), DurationMS: inv.DurationMS, At: r.now().UTC(),

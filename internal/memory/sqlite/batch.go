@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // Group commit: every write is a writeOp run by one leader at a time (see write). Ops that
@@ -25,9 +28,10 @@ type batch struct {
 }
 
 type writeReq struct {
-	ctx  context.Context
-	op   writeOp
-	done chan error
+	ctx      context.Context
+	op       writeOp
+	done     chan error
+	deferred bool // memory.Deferred: may be acknowledged before its fsync
 }
 
 // maxBatch bounds how many ops share one transaction (and how long one op can wait).
@@ -46,7 +50,7 @@ func (s *SQLite) write(ctx context.Context, op writeOp) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := &writeReq{ctx: ctx, op: op, done: make(chan error, 1)}
+	req := &writeReq{ctx: ctx, op: op, done: make(chan error, 1), deferred: memory.IsDeferred(ctx)}
 	s.qmu.Lock()
 	s.queue = append(s.queue, req)
 	s.qmu.Unlock()
@@ -101,6 +105,10 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			r.done <- err
 			_ = i
 		}
+	}
+	if err := s.setCommitSync(reqs); err != nil {
+		fail(err)
+		return
 	}
 	// Not tied to one request's context: cancelling one client must not roll back the others.
 	tx, err := s.w.BeginTx(context.Background(), nil)
@@ -158,7 +166,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			}
 		}
 	} else {
-		s.kickCheckpoint()
+		s.kickCheckpoint(s.commitSync != s.syncMode)
 		for _, a := range afters {
 			if a != nil {
 				s.runAfter(a)
@@ -168,6 +176,28 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 	for i, r := range reqs {
 		r.done <- errs[i]
 	}
+}
+
+// setCommitSync makes the next commit skip its fsync when every op of the batch is
+// deferred (memory.Deferred) and the store commits durably otherwise: in WAL mode a
+// commit without an fsync is still atomic and in order, and the next fsynced commit (or the
+// checkpointer's sync, checkpoint.go) makes it durable with everything before it.
+func (s *SQLite) setCommitSync(reqs []*writeReq) error {
+	if s.syncMode != "FULL" {
+		return nil // normal already never waits for the disk on commit
+	}
+	want := "FULL"
+	if !slices.ContainsFunc(reqs, func(r *writeReq) bool { return !r.deferred }) {
+		want = "NORMAL"
+	}
+	if want == s.commitSync {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), "PRAGMA synchronous = "+want); err != nil {
+		return fmt.Errorf("set commit durability: %w", err)
+	}
+	s.commitSync = want
+	return nil
 }
 
 // runOp runs one op, turning a panic (say, in an extension's artifact hook) into that op's

@@ -13,14 +13,23 @@ import (
 // acknowledged only once its WAL frames are fsynced.
 
 const (
-	checkpointEvery         = 20 * time.Millisecond // at most this often under steady writes
-	fallbackCheckpointPages = 8000                  // the writer checkpoints itself beyond this WAL size
+	checkpointEvery = 20 * time.Millisecond // at most this often under steady writes
+	// checkpointDeferred is the delay after commits that skipped their fsync (deferred
+	// writes: search results, cache, call log): long enough that a run of searches shares
+	// one background sync, short enough that their power-loss window stays small.
+	checkpointDeferred      = 500 * time.Millisecond
+	fallbackCheckpointPages = 8000 // the writer checkpoints itself beyond this WAL size
 )
 
-// kickCheckpoint asks the checkpointer to run soon; it never blocks the writer.
-func (s *SQLite) kickCheckpoint() {
+// kickCheckpoint asks the checkpointer to run soon (within checkpointDeferred when the
+// commit was deferred); it never blocks the writer.
+func (s *SQLite) kickCheckpoint(deferred bool) {
+	ch := s.ckKick
+	if deferred {
+		ch = s.ckLazy
+	}
 	select {
-	case s.ckKick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -30,16 +39,31 @@ func (s *SQLite) checkpointer() {
 	t := time.NewTimer(checkpointEvery)
 	defer t.Stop()
 	for {
+		wait := checkpointEvery
 		select {
 		case <-s.ckKick:
+		case <-s.ckLazy:
+			wait = checkpointDeferred
 		case <-s.ckQuit:
 			return
 		}
-		t.Reset(checkpointEvery)
-		select { // let a burst of commits accumulate
-		case <-t.C:
-		case <-s.ckQuit:
-			return
+		t.Reset(wait)
+	accumulate: // let a burst of commits accumulate; a durable one shortens the wait
+		for {
+			select {
+			case <-t.C:
+				break accumulate
+			case <-s.ckKick:
+				if wait != checkpointEvery {
+					wait = checkpointEvery
+					if !t.Stop() {
+						<-t.C
+					}
+					t.Reset(wait)
+				}
+			case <-s.ckQuit:
+				return
+			}
 		}
 		// A failed or partial checkpoint is retried after the next commit, and the writer's
 		// fallback still bounds the WAL.

@@ -49,7 +49,7 @@ const (
 
 // searchSchemaVersion is search.db's layout (PRAGMA user_version); a file of another
 // version, or one that belongs to another relay.db, is deleted and rebuilt.
-const searchSchemaVersion = 1
+const searchSchemaVersion = 2
 
 // searchSchema is the index: docs maps an index rowid ((thread number << 32) + sequence in
 // the thread, so the thread filter is a rowid range) to its artifact; artifact_fts is an
@@ -59,6 +59,7 @@ const searchSchemaVersion = 1
 const searchSchema = `
 CREATE TABLE IF NOT EXISTS docs (
 	fts_rowid INTEGER PRIMARY KEY,
+	src       INTEGER NOT NULL UNIQUE, -- the artifact's rowid in relay.db
 	ref       TEXT NOT NULL,
 	name      TEXT NOT NULL,
 	ty        TEXT NOT NULL
@@ -94,13 +95,45 @@ type indexer struct {
 	pending atomic.Int64 // bytes of artifacts put but not yet indexed (about)
 
 	mu       sync.Mutex
-	progress chan struct{} // closed (and replaced) after every index commit
-	lastErr  error         // of the last batch: while set, puts are not held back
+	progress chan struct{}    // closed (and replaced) after every index commit
+	lastErr  error            // of the last batch: while set, puts are not held back
+	prefer   map[string]int   // threads searches are waiting for, indexed first
+	ahead    map[string]int64 // thread → rowid through which it was indexed ahead of mark
 }
 
 func newIndexer() *indexer {
 	return &indexer{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		progress: make(chan struct{})}
+		progress: make(chan struct{}), prefer: map[string]int{}, ahead: map[string]int64{}}
+}
+
+// preferred returns a thread a search is waiting for, if any.
+func (x *indexer) preferred() string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for id := range x.prefer {
+		return id
+	}
+	return ""
+}
+
+func (x *indexer) want(id string, on bool) {
+	x.mu.Lock()
+	if on {
+		x.prefer[id]++
+	} else if x.prefer[id]--; x.prefer[id] <= 0 {
+		delete(x.prefer, id)
+	}
+	x.mu.Unlock()
+}
+
+// covers reports whether the index has every artifact of thread up to rowid.
+func (x *indexer) covers(thread string, rowid int64) bool {
+	if x.mark.Load() >= rowid {
+		return true
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.ahead[thread] >= rowid
 }
 
 // wake asks the indexer to look for new artifacts; it never blocks.
@@ -232,7 +265,7 @@ func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
 		return err
 	}
 	s.idx.pending.Store(pending)
-	for _, q := range []string{sqlNextSeq, sqlIndexDoc, sqlIndexRow, sqlIndexMark} {
+	for _, q := range []string{sqlNextSeq, sqlIndexDoc, sqlIndexRow, sqlIndexMark, sqlIndexed} {
 		st, err := xw.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)
@@ -296,7 +329,7 @@ func (s *SQLite) runIndexer() {
 			return
 		}
 		for {
-			n, err := s.indexBatch(context.Background())
+			n, err := s.indexBatch(context.Background(), x.preferred())
 			x.signal(err)
 			if err != nil || n == 0 {
 				break // a failed batch is retried at the next put or search
@@ -322,18 +355,33 @@ const (
 	sqlNextSeq = `INSERT INTO fts_threads(thread_id, n, seq)
 		VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM fts_threads), 1)
 		ON CONFLICT(thread_id) DO UPDATE SET seq = seq + 1 RETURNING n, seq`
-	sqlIndexDoc  = `INSERT INTO docs(fts_rowid, ref, name, ty) VALUES (?,?,?,?)`
+	sqlIndexDoc  = `INSERT INTO docs(fts_rowid, src, ref, name, ty) VALUES (?,?,?,?,?)`
+	sqlIndexed   = `SELECT count(*) FROM docs WHERE src = ?`
 	sqlIndexRow  = `INSERT INTO artifact_fts(rowid, name, body, ty) VALUES (?,?,?,?)`
 	sqlIndexMark = `UPDATE progress SET done = ? WHERE id = 1`
 )
 
 // indexBatch indexes up to indexBatchDocs new artifacts in one search.db transaction and
-// returns how many it read (0: the index is complete).
-func (s *SQLite) indexBatch(ctx context.Context) (int, error) {
+// returns how many it read (0: the index is complete). Artifacts go in relay.db's rowid
+// order, except that those of thread (one a search waits for), when given, go first: the
+// artifacts of a thread are always indexed in their own order, and one indexed ahead is
+// skipped when the mark reaches it.
+func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	mark := s.idx.mark.Load()
-	rows, err := s.r.QueryContext(ctx, `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, c.content, c.enc
+	q := `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, c.content, c.enc
 		FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
-		WHERE a.rowid > ? AND a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`, mark, indexBatchDocs)
+		WHERE a.rowid > ? AND a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`
+	args := []any{mark, indexBatchDocs}
+	if thread != "" {
+		s.idx.mu.Lock()
+		from := max(mark, s.idx.ahead[thread])
+		s.idx.mu.Unlock()
+		q = `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, c.content, c.enc
+		FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
+		WHERE a.thread_id = ? AND a.rowid > ? AND a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`
+		args = []any{thread, from, indexBatchDocs}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("read artifacts to index: %w", err)
 	}
@@ -360,6 +408,9 @@ func (s *SQLite) indexBatch(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("read artifacts to index: %w", err)
 	}
+	if len(docs) == 0 && thread != "" {
+		return s.indexBatch(ctx, "") // the preferred thread is done; go on with the rest
+	}
 	if len(docs) == 0 {
 		// Caught up. The byte count is kept by hand (puts add, batches subtract); squaring it
 		// here stops drift, at worst forgetting a put that committed during this read.
@@ -374,12 +425,19 @@ func (s *SQLite) indexBatch(ctx context.Context) (int, error) {
 	st := func(q string) *sql.Stmt { return tx.StmtContext(ctx, s.xstmts[q]) }
 	var bytes int64
 	for i, d := range docs {
+		var done int
+		if err := st(sqlIndexed).QueryRowContext(ctx, d.rowid).Scan(&done); err != nil {
+			return 0, fmt.Errorf("index artifact: %w", err)
+		}
+		if done > 0 {
+			continue // indexed ahead, for a search of its thread
+		}
 		var n, seq int64
 		if err := st(sqlNextSeq).QueryRowContext(ctx, d.threadID).Scan(&n, &seq); err != nil {
 			return 0, fmt.Errorf("index artifact: %w", err)
 		}
 		lo, _ := threadRange(n)
-		if _, err := st(sqlIndexDoc).ExecContext(ctx, lo+seq, d.ref, d.name, d.typ); err != nil {
+		if _, err := st(sqlIndexDoc).ExecContext(ctx, lo+seq, d.rowid, d.ref, d.name, d.typ); err != nil {
 			return 0, fmt.Errorf("index artifact: %w", err)
 		}
 		if _, err := st(sqlIndexRow).ExecContext(ctx, lo+seq, d.name, bodies[i], d.typ); err != nil {
@@ -388,13 +446,28 @@ func (s *SQLite) indexBatch(ctx context.Context) (int, error) {
 		bytes += d.size + int64(len(d.name))
 	}
 	last := docs[len(docs)-1].rowid
-	if _, err := st(sqlIndexMark).ExecContext(ctx, last); err != nil {
-		return 0, fmt.Errorf("index artifacts: %w", err)
+	if thread == "" {
+		if _, err := st(sqlIndexMark).ExecContext(ctx, last); err != nil {
+			return 0, fmt.Errorf("index artifacts: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("index artifacts: %w", err)
 	}
-	s.idx.mark.Store(last)
+	if thread == "" {
+		s.idx.mark.Store(last)
+		s.idx.mu.Lock()
+		for t, r := range s.idx.ahead {
+			if r <= last {
+				delete(s.idx.ahead, t) // the mark covers it now
+			}
+		}
+		s.idx.mu.Unlock()
+	} else {
+		s.idx.mu.Lock()
+		s.idx.ahead[thread] = last
+		s.idx.mu.Unlock()
+	}
 	s.idx.pending.Add(-bytes)
 	return len(docs), nil
 }
@@ -410,17 +483,22 @@ func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
 	if !need.Valid {
 		return nil
 	}
-	return s.waitMark(ctx, need.Int64, searchWait)
-}
-
-// waitMark waits until the index covers relay.db artifact rowid, or d passed.
-func (s *SQLite) waitMark(ctx context.Context, rowid int64, d time.Duration) error {
-	deadline := time.NewTimer(d)
+	deadline := time.NewTimer(searchWait)
 	defer deadline.Stop()
+	wanted := false
+	defer func() {
+		if wanted {
+			s.idx.want(threadID, false)
+		}
+	}()
 	for {
 		ch := s.idx.progressed()
-		if s.idx.mark.Load() >= rowid {
+		if s.idx.covers(threadID, need.Int64) {
 			return nil
+		}
+		if !wanted {
+			s.idx.want(threadID, true)
+			wanted = true
 		}
 		s.idx.wake()
 		select {

@@ -2,9 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +134,55 @@ func TestSearchIndexRebuilt(t *testing.T) {
 	defer a.Close()
 	if hits, err := a.Search(ctx, ta, memory.SearchQuery{Query: "zebra"}); err != nil || len(hits) != 2 {
 		t.Fatalf("A reopened: %v %v", refs(hits), err)
+	}
+}
+
+// TestDeferredCommitSkipsSync: a batch of only deferred writes commits with
+// synchronous=NORMAL (no fsync); any durable write in it, and every write after, commits FULL.
+func TestDeferredCommitSkipsSync(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	syncOf := func(ctx context.Context) int { // -1: the write failed
+		mode := -1
+		if err := st.WriteTx(ctx, func(tx *sql.Tx) error {
+			return tx.QueryRow(`PRAGMA synchronous`).Scan(&mode)
+		}); err != nil {
+			return -1
+		}
+		return mode
+	}
+	const normal, full = 1, 2
+	if m := syncOf(ctx); m != full {
+		t.Fatalf("durable write: synchronous=%d, want FULL", m)
+	}
+	if m := syncOf(memory.Deferred(ctx)); m != normal {
+		t.Fatalf("deferred write: synchronous=%d, want NORMAL", m)
+	}
+	if m := syncOf(ctx); m != full {
+		t.Fatalf("durable write after a deferred one: synchronous=%d, want FULL", m)
+	}
+	// A batch of one deferred and one durable write is durable: run both as one batch by
+	// queueing them behind a write that holds the writer.
+	hold, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = st.WriteTx(ctx, func(tx *sql.Tx) error { close(hold); <-release; return nil })
+	}()
+	<-hold
+	modes := make(chan int, 2)
+	for _, c := range []context.Context{memory.Deferred(ctx), ctx} {
+		go func() { modes <- syncOf(c) }()
+	}
+	for { // both queued before the writer is released
+		st.qmu.Lock()
+		n := len(st.queue)
+		st.qmu.Unlock()
+		if n == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	if a, b := <-modes, <-modes; a != full || b != full {
+		t.Fatalf("mixed batch: synchronous=%d,%d, want FULL for both", a, b)
 	}
 }

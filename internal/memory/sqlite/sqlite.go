@@ -65,6 +65,9 @@ type SQLite struct {
 	queue []*writeReq // writes waiting for the next batch
 	shut  bool        // under wmu: Close refuses further writes
 	stmts map[string]*sql.Stmt
+	// syncMode is the store's synchronous setting; commitSync, under wmu, what the writer
+	// connection has now (batch.go lowers it for deferred writes).
+	syncMode, commitSync string
 
 	cmu        sync.RWMutex
 	cache      map[string]*cached // latest state per thread
@@ -73,7 +76,7 @@ type SQLite struct {
 	cacheTick  atomic.Int64 // use counter for least-recently-used eviction
 	closed     atomic.Bool
 
-	ckKick, ckQuit, ckDone chan struct{}
+	ckKick, ckLazy, ckQuit, ckDone chan struct{}
 
 	stopRepair func()
 	repairDone chan struct{}
@@ -204,9 +207,9 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now,
+	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now, syncMode: syncMode, commitSync: syncMode,
 		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, relayhome.ThreadsDir), opt.Mirror), idx: newIndexer(),
-		stmts: map[string]*sql.Stmt{}, xstmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
+		stmts: map[string]*sql.Stmt{}, xstmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckLazy: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
 	if err := s.migrate(); err != nil {
 		s.Close()
@@ -1134,6 +1137,11 @@ func (s *SQLite) Stats(ctx context.Context) (memory.StoreStats, error) {
 	if err != nil {
 		return st, fmt.Errorf("read store stats: %w", err)
 	}
+	n, err := s.IndexPending(ctx)
+	if err != nil {
+		return st, fmt.Errorf("read store stats: %w", err)
+	}
+	st.IndexPending, st.IndexPendingBytes = int64(n), max(0, s.idx.pending.Load())
 	for _, p := range []string{s.path, filepath.Join(s.home, SearchDBFile)} {
 		for _, suf := range []string{"", "-wal", "-shm"} {
 			if fi, err := os.Stat(p + suf); err == nil {

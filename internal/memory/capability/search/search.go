@@ -73,7 +73,8 @@ func Capability(db memory.Searcher) (plugin.Capability, plugin.Handler) {
 			return nil, err
 		}
 		full, _ := json.MarshalIndent(map[string]any{"query": args.Query, "count": len(hits), "results": hits}, "", "  ")
-		ref, err := req.Artifacts.PutArtifact(ctx, plugin.NewArtifact{Name: "search-results.json", Type: memory.TypeJSON, Content: full})
+		// The result list can be recomputed: stored without waiting for the disk (memory.Deferred).
+		ref, err := req.Artifacts.PutArtifact(memory.Deferred(ctx), plugin.NewArtifact{Name: "search-results.json", Type: memory.TypeJSON, Content: full})
 		if err != nil {
 			return nil, fmt.Errorf("store search results: %w", err)
 		}
