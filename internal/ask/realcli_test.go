@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/relaydev/relay/internal/fakellm"
+	"github.com/relaydev/relay/internal/testsupport"
+	"github.com/relaydev/relay/internal/testsupport/fakellm"
 )
 
 // The real-CLI tier: the pinned npm releases of codex, gemini, claude and qwen
@@ -20,52 +20,6 @@ import (
 // 127.0.0.1 with a throwaway HOME. It catches a CLI changing its flags, its
 // stdin handling or its output format. Opt in with RELAY_REAL_CLIS=1;
 // FRIEND_CLIS_BIN overrides where the CLIs are (default .cache/friend-clis/node_modules/.bin).
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("go.mod not found above " + dir)
-		}
-	}
-}
-
-var (
-	relayBinOnce sync.Once
-	relayBin     string
-	relayBinErr  error
-)
-
-// buildRelay compiles cmd/relay once: the tier runs the real binary, so the
-// CLIs see exactly what a user's `relay ask` gives them.
-func buildRelay(t *testing.T, root string) string {
-	t.Helper()
-	relayBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "relay-realcli-")
-		if err != nil {
-			relayBinErr = err
-			return
-		}
-		relayBin = filepath.Join(dir, "relay")
-		cmd := exec.Command("go", "build", "-o", relayBin, "./cmd/relay")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			relayBinErr = err
-			relayBin = string(out)
-		}
-	})
-	if relayBinErr != nil {
-		t.Fatalf("go build ./cmd/relay: %v\n%s", relayBinErr, relayBin)
-	}
-	return relayBin
-}
 
 type realCLI struct {
 	name  string
@@ -151,12 +105,8 @@ func TestRealCLIs(t *testing.T) {
 	if os.Getenv("RELAY_REAL_CLIS") != "1" {
 		t.Skip("set RELAY_REAL_CLIS=1 (after scripts/install-friend-clis.sh) to run the real friend CLIs")
 	}
-	root := repoRoot(t)
-	bin := os.Getenv("FRIEND_CLIS_BIN")
-	if bin == "" {
-		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
-	}
-	relay := buildRelay(t, root)
+	bin := testsupport.FriendCLIs(t)
+	relay := testsupport.BuildRelay(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node not on PATH: the friend CLIs need it")
@@ -291,12 +241,8 @@ func TestRealCodexNested(t *testing.T) {
 	if os.Getenv("RELAY_REAL_CLIS") != "1" {
 		t.Skip("set RELAY_REAL_CLIS=1 to run the real friend CLIs")
 	}
-	root := repoRoot(t)
-	bin := os.Getenv("FRIEND_CLIS_BIN")
-	if bin == "" {
-		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
-	}
-	relay := buildRelay(t, root)
+	bin := testsupport.FriendCLIs(t)
+	relay := testsupport.BuildRelay(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node not on PATH")
@@ -371,12 +317,8 @@ func TestRealClaudeNested(t *testing.T) {
 	if os.Getenv("RELAY_REAL_CLIS") != "1" {
 		t.Skip("set RELAY_REAL_CLIS=1 to run the real friend CLIs")
 	}
-	root := repoRoot(t)
-	bin := os.Getenv("FRIEND_CLIS_BIN")
-	if bin == "" {
-		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
-	}
-	relay := buildRelay(t, root)
+	bin := testsupport.FriendCLIs(t)
+	relay := testsupport.BuildRelay(t)
 	srv := fakellm.New(t, "NESTED-DONE", func(s *fakellm.Server) {
 		s.BashTrigger = "run the claude check"
 		// PHONE_A_FRIEND_HOST is cleared so only Claude Code's own marker can name the host
@@ -428,12 +370,8 @@ func TestRealGeminiDefaultModel(t *testing.T) {
 	if os.Getenv("RELAY_REAL_CLIS") != "1" {
 		t.Skip("set RELAY_REAL_CLIS=1 to run the real friend CLIs")
 	}
-	root := repoRoot(t)
-	bin := os.Getenv("FRIEND_CLIS_BIN")
-	if bin == "" {
-		bin = filepath.Join(root, ".cache", "friend-clis", "node_modules", ".bin")
-	}
-	relay := buildRelay(t, root)
+	bin := testsupport.FriendCLIs(t)
+	relay := testsupport.BuildRelay(t)
 	srv := fakellm.New(t, "DEFAULT-MODEL-ANSWER")
 	home := t.TempDir()
 	repo := gitRepo(t)

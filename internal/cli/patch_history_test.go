@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 )
 
 // TestPatchHistoryCorpus runs `relay patch --strategy S FILE PATCH` in-process on
@@ -16,11 +17,8 @@ import (
 // whose committed file the shipped engine reproduced: the command (which also
 // reads whole responses and fenced patches) must reproduce it too.
 func TestPatchHistoryCorpus(t *testing.T) {
-	corpus := findCorpus()
-	if corpus == "" {
-		t.Skip("corpus not found: ../shared/corpus beside the repository")
-	}
-	metas, _ := filepath.Glob(filepath.Join(corpus, "patch", "history-dev", "*", "*", "meta.json"))
+	root := corpus.Dir(t, "corpus/patch")
+	metas, _ := filepath.Glob(filepath.Join(root, "history-dev", "*", "*", "meta.json"))
 	if len(metas) == 0 {
 		t.Skip("no history-dev corpus")
 	}
@@ -57,7 +55,7 @@ func TestPatchHistoryCorpus(t *testing.T) {
 			}
 		}
 		sort.Slice(steps, func(a, b int) bool { return steps[a].n < steps[b].n })
-		id, _ := filepath.Rel(filepath.Join(corpus, "patch"), dir)
+		id, _ := filepath.Rel(root, dir)
 		t.Run(id, func(t *testing.T) {
 			work := filepath.Join(t.TempDir(), "file")
 			in, err := os.ReadFile(filepath.Join(dir, "input"))

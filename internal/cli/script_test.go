@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/relaydev/relay/internal/memory/pgtest"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -56,8 +57,8 @@ func TestScript(t *testing.T) {
 			env.Setenv("GIT_COMMITTER_NAME", "relay test")
 			env.Setenv("GIT_COMMITTER_EMAIL", "test@relay.invalid")
 			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-			if corpus := findCorpus(); corpus != "" {
-				env.Setenv("CORPUS", corpus)
+			if dir := corpus.Find("corpus"); dir != "" {
+				env.Setenv("CORPUS", dir)
 			}
 			for _, s := range scriptSetups {
 				if err := s(env); err != nil {
@@ -84,20 +85,4 @@ func cmdPerm(ts *testscript.TestScript, neg bool, args []string) {
 	if (got == want) == neg {
 		ts.Fatalf("%s has mode %#o, want %s%#o", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
 	}
-}
-
-// findCorpus returns ../shared/corpus beside the repository, or "".
-func findCorpus() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
-		p := filepath.Join(d, "..", "shared", "corpus")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			abs, _ := filepath.Abs(p)
-			return abs
-		}
-	}
-	return ""
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/relaydev/relay/internal/memory/pgtest"
-	"github.com/relaydev/relay/internal/memory/s3test"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
+	"github.com/relaydev/relay/internal/testsupport/s3test"
 )
 
 func init() {

@@ -11,68 +11,25 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // End to end: the real relay binary as `relay mcp`, a real daemon it starts
 // itself, a real git project, and the official Go SDK client over stdio.
 
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("go.mod not found above " + dir)
-		}
-	}
-}
-
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// bins builds relay and the fake friend CLI once per test binary.
+// bins builds relay and the fake friend CLI (as codex, in a directory of its own that
+// goes on $PATH) once per test binary.
 func bins(t testing.TB) (relay, friendDir string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "relay-mcp-e2e-")
-		if buildErr != nil {
-			return
-		}
-		root := repoRoot(t)
-		for _, b := range [][2]string{{"relay", "./cmd/relay"}, {"friends/codex", "./internal/cli/testdata/fakefriend"}} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, b[0]), b[1])
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = &buildError{b[1], string(out), err}
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "relay"), filepath.Join(binDir, "friends")
+	return testsupport.BuildRelay(t), filepath.Dir(testsupport.Build(t, "./internal/cli/testdata/fakefriend", "codex"))
 }
 
-type buildError struct {
-	pkg, out string
-	err      error
-}
-
-func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.err.Error() + "\n" + e.out }
+func TestMain(m *testing.M) { testsupport.Main(m) }
 
 // world is a throwaway HOME with a relay project in a git repository.
 type world struct {

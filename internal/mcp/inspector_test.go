@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/relaydev/relay/internal/testsupport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,7 @@ func inspectorBin(t *testing.T) string {
 	if p := os.Getenv("MCP_INSPECTOR_BIN"); p != "" {
 		return p
 	}
-	p := filepath.Join(repoRoot(t), ".cache", "mcp-inspector", "node_modules", ".bin", "mcp-inspector")
+	p := filepath.Join(testsupport.RepoRoot(t), ".cache", "mcp-inspector", "node_modules", ".bin", "mcp-inspector")
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("MCP Inspector missing at %s in CI: .ci/run installs it (scripts/install-mcp-inspector.sh)", p)

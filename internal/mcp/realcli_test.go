@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relaydev/relay/internal/fakellm"
+	"github.com/relaydev/relay/internal/testsupport"
+	"github.com/relaydev/relay/internal/testsupport/fakellm"
 )
 
 // The real agent CLIs (scripts/install-friend-clis.sh) configured by
@@ -167,10 +168,7 @@ func TestRealCLIsCallRelay(t *testing.T) {
 	if os.Getenv("RELAY_REAL_CLIS") != "1" {
 		t.Skip("set RELAY_REAL_CLIS=1 (after scripts/install-friend-clis.sh) to run the real agent CLIs against relay mcp")
 	}
-	bin := os.Getenv("FRIEND_CLIS_BIN")
-	if bin == "" {
-		bin = filepath.Join(repoRoot(t), ".cache", "friend-clis", "node_modules", ".bin")
-	}
+	bin := testsupport.FriendCLIs(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node not on PATH: the agent CLIs need it")

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/relaydev/relay/internal/testsupport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,53 +28,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	root, err := moduleRoot()
-	if err != nil {
+	defer testsupport.RemoveBinaries()
+	var err error
+	if relayBin, err = testsupport.RelayBinary(); err != nil {
 		fmt.Fprintln(os.Stderr, "attack:", err)
-		return 1
-	}
-	tmp, err := os.MkdirTemp("", "relay-attack-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "attack:", err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	relayBin = filepath.Join(tmp, "relay")
-	// The binary is built like a user builds it; -race follows the test run.
-	args := []string{"build", "-o", relayBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	args = append(args, "./cmd/relay")
-	cmd := exec.Command(goTool(), args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "attack: build relay: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()
-}
-
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", errors.New("go.mod not found above " + dir)
-		}
-	}
 }
 
 // sandbox is one attack's world: a fake home (with files an attacker would

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/relaydev/relay/internal/testsupport"
 	"hash/crc32"
 	"io"
 	"os"
@@ -344,7 +345,7 @@ func TestZipBombImport(t *testing.T) {
 	// Just under the cap: every entry is inflated and hashed. The race detector makes
 	// inflating ten times slower, so a race build gets a smaller one.
 	count, size := 19, 50<<20 // 950 MB
-	if raceEnabled {
+	if testsupport.RaceEnabled {
 		count, size = 8, 20<<20 // 160 MB
 	}
 	under := zipBomb(t, good, count, size)
@@ -362,7 +363,7 @@ func TestZipBombImport(t *testing.T) {
 	wg.Wait()
 	peak := peakRSS(t, s)
 	limit := int64(300 << 20)
-	if raceEnabled {
+	if testsupport.RaceEnabled {
 		limit *= 3 // the race detector's shadow memory
 	}
 	t.Logf("daemon peak RSS: %d MB before, %d MB after a %d-byte 4 GB bomb and three %d MB bombs at once", base>>20, peak>>20, len(bomb), count*size>>20)

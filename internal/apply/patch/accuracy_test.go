@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 	"os"
 	"path/filepath"
 	"sort"
@@ -43,7 +44,7 @@ func groupOf(id string) string {
 // exact, wrong (a silent wrong edit) and refused; bench/patch-accuracy runs it.
 // It asserts nothing the other corpus tests do not: it is the measure.
 func TestAccuracyTable(t *testing.T) {
-	root := corpusRoot(t)
+	root := corpus.Dir(t, "corpus/patch")
 	type row struct{ exact, wrong, refused int }
 	rows := map[string]*row{}
 	add := func(g, o string) {

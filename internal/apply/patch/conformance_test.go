@@ -4,35 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/relaydev/relay/internal/testcorpus"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 )
-
-// corpusRoot finds ../shared/corpus/patch beside the repository checkout.
-func corpusRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "corpus", "patch")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			testcorpus.Skip(t, "corpus/patch")
-		}
-		dir = parent
-	}
-}
 
 // deviations are corpus cases where relay deliberately differs from the
 // reference tool; each has a one-line reason.
@@ -229,42 +208,12 @@ func collectCases(t *testing.T, root string) []ccase {
 		}})
 	}
 	// relaycode end-to-end: whole responses against a small tree.
-	e2e, _ := filepath.Glob(filepath.Join(root, "relaycode-e2e", "*", "meta.json"))
-	for _, mp := range e2e {
-		dir := filepath.Dir(mp)
-		var meta struct {
-			Outcome      string   `json:"expected_outcome"`
-			MustNotExist []string `json:"must_not_exist"`
-		}
-		if err := json.Unmarshal([]byte(readFile(t, mp)), &meta); err != nil {
-			t.Fatal(err)
-		}
-		id, _ := filepath.Rel(root, dir)
-		ok := meta.Outcome == "success"
-		cases = append(cases, ccase{id, ok, func() (bool, string) { return runE2E(t, dir, ok, meta.MustNotExist) }})
+	for _, c := range corpus.E2ECases(t) {
+		cases = append(cases, ccase{"relaycode-e2e/" + c.Name, c.WantOK, func() (bool, string) { return runE2E(t, c) }})
 	}
 	cases = append(cases, parserFixtureCases(t, filepath.Join(root, "relaycode-e2e", "_parser-fixtures-relaycoder"))...)
 	sort.Slice(cases, func(i, j int) bool { return cases[i].id < cases[j].id })
 	return cases
-}
-
-func readTree(t testing.TB, dir string) map[string]string {
-	tree := map[string]string{}
-	if _, err := os.Stat(dir); err != nil {
-		return tree
-	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		tree[filepath.ToSlash(rel)] = readFile(t, p)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree
 }
 
 // applyResponse is a tiny in-memory transaction: every op applies or none does.
@@ -299,17 +248,16 @@ func applyResponse(tree map[string]string, resp *Response) (map[string]string, e
 	return out, nil
 }
 
-func runE2E(t testing.TB, dir string, wantOK bool, mustNot []string) (bool, string) {
-	initial := readTree(t, filepath.Join(dir, "initial"))
-	resp, err := Parse(readFile(t, filepath.Join(dir, "response.md")))
+func runE2E(t testing.TB, c corpus.E2ECase) (bool, string) {
+	resp, err := Parse(readFile(t, c.Response()))
 	if err != nil {
-		if wantOK {
+		if c.WantOK {
 			return false, "parse: " + err.Error()
 		}
 		return true, ""
 	}
-	after, err := applyResponse(initial, resp)
-	if !wantOK {
+	after, err := applyResponse(c.Initial(t), resp)
+	if !c.WantOK {
 		if err == nil {
 			return false, "applied, but the reference tool failed"
 		}
@@ -318,19 +266,8 @@ func runE2E(t testing.TB, dir string, wantOK bool, mustNot []string) (bool, stri
 	if err != nil {
 		return false, firstLine(err.Error())
 	}
-	for p, want := range readTree(t, filepath.Join(dir, "expected")) {
-		if got, ok := after[p]; !ok {
-			return false, p + " missing"
-		} else if strings.TrimSuffix(got, "\n") != strings.TrimSuffix(want, "\n") {
-			// relaycode trims written content, so its fixtures lose the final
-			// newline; relay keeps the file's (and gives new files one).
-			return false, fmt.Sprintf("%s differs:\n got: %q\nwant: %q", p, got, want)
-		}
-	}
-	for _, p := range mustNot {
-		if _, ok := after[p]; ok {
-			return false, p + " must not exist"
-		}
+	if msg := c.Check(t, after); msg != "" {
+		return false, msg
 	}
 	return true, ""
 }
@@ -385,7 +322,7 @@ func parserFixtureCases(t testing.TB, dir string) []ccase {
 }
 
 func TestConformance(t *testing.T) {
-	root := corpusRoot(t)
+	root := corpus.Dir(t, "corpus/patch")
 	cases := collectCases(t, root)
 	passed, failed, dev := 0, 0, 0
 	for _, c := range cases {

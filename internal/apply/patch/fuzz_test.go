@@ -2,6 +2,7 @@ package patch
 
 import (
 	"errors"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,50 +11,36 @@ import (
 
 // addCorpusSeeds feeds the fuzzer the reference cases of one strategy.
 func addCorpusSeeds(f *testing.F, glob string) {
-	dir, err := os.Getwd()
-	if err != nil {
+	root := corpus.Find("corpus/patch")
+	if root == "" {
 		return
 	}
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		root := filepath.Join(d, "shared", "corpus", "patch")
-		if _, err := os.Stat(root); err != nil {
-			continue
+	ms, _ := filepath.Glob(filepath.Join(root, glob))
+	for _, m := range ms {
+		in, err1 := os.ReadFile(filepath.Join(m, "input"))
+		p, err2 := os.ReadFile(filepath.Join(m, "patch"))
+		if err1 == nil && err2 == nil {
+			f.Add(string(in), string(p))
 		}
-		ms, _ := filepath.Glob(filepath.Join(root, glob))
-		for _, m := range ms {
-			in, err1 := os.ReadFile(filepath.Join(m, "input"))
-			p, err2 := os.ReadFile(filepath.Join(m, "patch"))
-			if err1 == nil && err2 == nil {
-				f.Add(string(in), string(p))
-			}
-		}
-		return
 	}
 }
 
 // addHistorySeeds feeds the fuzzer real LLM patches of the named strategies
 // from the history corpus (input and patch.<n>.<strategy>).
 func addHistorySeeds(f *testing.F, strategies ...string) {
-	dir, err := os.Getwd()
-	if err != nil {
+	root := corpus.Find("corpus/patch")
+	if root == "" {
 		return
 	}
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		root := filepath.Join(d, "shared", "corpus", "patch")
-		if _, err := os.Stat(root); err != nil {
-			continue
-		}
-		for _, st := range strategies {
-			ps, _ := filepath.Glob(filepath.Join(root, "history-*", "*", "*", "patch.0."+st))
-			for _, p := range ps {
-				in, err1 := os.ReadFile(filepath.Join(filepath.Dir(p), "input"))
-				body, err2 := os.ReadFile(p)
-				if err1 == nil && err2 == nil {
-					f.Add(string(in), string(body))
-				}
+	for _, st := range strategies {
+		ps, _ := filepath.Glob(filepath.Join(root, "history-*", "*", "*", "patch.0."+st))
+		for _, p := range ps {
+			in, err1 := os.ReadFile(filepath.Join(filepath.Dir(p), "input"))
+			body, err2 := os.ReadFile(p)
+			if err1 == nil && err2 == nil {
+				f.Add(string(in), string(body))
 			}
 		}
-		return
 	}
 }
 
@@ -91,17 +78,13 @@ func FuzzParse(f *testing.F) {
 	f.Add("```diff // a.go\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-a\n+b\n--- a/b.go\n+++ b/b.go\n@@ -1 +1 @@\n-c\n+d\n```\nprojectId: p\nuuid: 5e1a41d8-64a7-4663-c56e-3ebd03f7a1f5\n")
 	f.Add("```\n*** Begin Patch\n*** Add File: x\n+1\n*** Update File: y\n*** Move to: z\n@@\n-a\n+b\n*** Delete File: w\n*** End Patch\n```\n```yml\nprojectId: p\nuuid: 00000000-0000-0000-0000-000000000000\n```")
 	f.Add("````md // README.md\n```bash\nls\n```\n````\n```json // rename-file\n{\"from\":\"a\",\"to\":\"b\"}\n```\n")
-	dir, _ := os.Getwd()
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		ms, _ := filepath.Glob(filepath.Join(d, "shared", "corpus", "patch", "relaycode-e2e", "*", "response.md"))
-		ps, _ := filepath.Glob(filepath.Join(d, "shared", "corpus", "patch", "relaycode-e2e", "_parser-fixtures-relaycoder", "*.md"))
+	if root := corpus.Find("corpus/patch/relaycode-e2e"); root != "" {
+		ms, _ := filepath.Glob(filepath.Join(root, "*", "response.md"))
+		ps, _ := filepath.Glob(filepath.Join(root, "_parser-fixtures-relaycoder", "*.md"))
 		for _, m := range append(ms, ps...) {
 			if b, err := os.ReadFile(m); err == nil {
 				f.Add(string(b))
 			}
-		}
-		if len(ms) > 0 {
-			break
 		}
 	}
 	f.Fuzz(func(t *testing.T, text string) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relaydev/relay/internal/testcorpus"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 )
 
 // historyCase is one file changed by one real transaction: the file before,
@@ -131,10 +131,10 @@ var outcomes = []string{"exact", "different", "refused"}
 // exact (so never a different file where they reproduced the committed one),
 // and exact more often.
 func TestHistoryAccuracy(t *testing.T) {
-	root := corpusRoot(t)
+	root := corpus.Dir(t, "corpus/patch")
 	dirs, _ := filepath.Glob(filepath.Join(root, "history-*"))
 	if len(dirs) == 0 {
-		testcorpus.Skip(t, "corpus/patch/history-*")
+		corpus.Skip(t, "corpus/patch/history-*")
 	}
 	for _, dir := range dirs {
 		// history-dev is the corpus relay is held to; any other history-* corpus

@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relaydev/relay/internal/testcorpus"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 )
 
 // The replace strategy for TypeScript is exactly the plaintext block of seed 003 (whose
 // mis-decoded "‚úÖ" is meant to be "✅"); the complete prompt init prints has every line of it
 // and more.
 func TestInitMessageMatchesSeed(t *testing.T) {
-	matches, _ := filepath.Glob(filepath.Join(testcorpus.Dir(t, "seeds"), "003_*.txt"))
+	matches, _ := filepath.Glob(filepath.Join(corpus.Dir(t, "seeds"), "003_*.txt"))
 	if len(matches) == 0 {
-		testcorpus.Skip(t, "seeds")
+		corpus.Skip(t, "seeds")
 	}
 	data, err := os.ReadFile(matches[0])
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/relaydev/relay/internal/memory/blob"
-	"github.com/relaydev/relay/internal/memory/s3test"
+	"github.com/relaydev/relay/internal/testsupport/s3test"
 )
 
 func randomBytes(t testing.TB, n int) []byte {

@@ -8,37 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/relaydev/relay/internal/testcorpus"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 )
-
-// findCorpus walks up from the working directory to shared/corpus/json-patch, which sits
-// next to the repository root.
-func findCorpus() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		p := filepath.Join(dir, "shared", "corpus", "json-patch")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	dir, ok := findCorpus()
-	if !ok {
-		testcorpus.Skip(t, "corpus/json-patch")
-	}
-	return dir
-}
 
 func readFile(dir, name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
 
@@ -55,7 +26,7 @@ type corpusCase struct {
 // duplicate "op" members survive for our own decoder to see.
 func loadCorpus(t *testing.T, name string) []corpusCase {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir(t), name))
+	data, err := os.ReadFile(filepath.Join(corpus.Dir(t, "corpus/json-patch"), name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +116,7 @@ func TestCorpusDisabled(t *testing.T) {
 }
 
 func TestRFC6901Examples(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(corpusDir(t), "rfc6901_examples.json"))
+	data, err := os.ReadFile(filepath.Join(corpus.Dir(t, "corpus/json-patch"), "rfc6901_examples.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

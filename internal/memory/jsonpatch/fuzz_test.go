@@ -3,17 +3,18 @@ package jsonpatch
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
 func addCorpusSeeds(f *testing.F, add func(doc, patch []byte)) {
+	dir := corpus.Find("corpus/json-patch")
+	if dir == "" {
+		return
+	}
 	for _, file := range []string{"tests.json", "spec_tests.json"} {
-		dir, ok := findCorpus()
-		if !ok {
-			return
-		}
 		var cases []corpusCase
 		data, err := readFile(dir, file)
 		if err != nil || json.Unmarshal(data, &cases) != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/relaydev/relay/internal/memory/a2a"
 	"github.com/relaydev/relay/internal/memory/blob"
 	"github.com/relaydev/relay/internal/memory/migrate"
-	"github.com/relaydev/relay/internal/memory/pgtest"
 	"github.com/relaydev/relay/internal/memory/postgres"
-	"github.com/relaydev/relay/internal/memory/s3test"
 	"github.com/relaydev/relay/internal/memory/sqlite"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
+	"github.com/relaydev/relay/internal/testsupport/s3test"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

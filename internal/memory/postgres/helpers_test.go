@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/relaydev/relay/internal/memory"
-	"github.com/relaydev/relay/internal/memory/pgtest"
 	"github.com/relaydev/relay/internal/memory/postgres"
 	"github.com/relaydev/relay/internal/memory/storetest"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
 )
 
 func searchQuery(q string, types []string) memory.SearchQuery {

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
-	"github.com/relaydev/relay/internal/memory/pgtest"
 	"github.com/relaydev/relay/internal/memory/postgres"
-	"github.com/relaydev/relay/internal/memory/s3test"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
+	"github.com/relaydev/relay/internal/testsupport/s3test"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relaydev/relay/internal/memory/pgtest"
 	"github.com/relaydev/relay/internal/relayhome"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
 
 	"github.com/relaydev/relay/internal/memory/sqlite"
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
-	"github.com/relaydev/relay/internal/memory/pgtest"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
 )
 
 // The PostgreSQL restart tests run two daemon processes on a server of the test's own

@@ -18,8 +18,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/backend"
-	"github.com/relaydev/relay/internal/memory/pgtest"
-	"github.com/relaydev/relay/internal/memory/s3test"
+	"github.com/relaydev/relay/internal/testsupport/pgtest"
+	"github.com/relaydev/relay/internal/testsupport/s3test"
 )
 
 // teamClient talks to one daemon over HTTP.

@@ -1,8 +1,8 @@
-// Package testcorpus finds the shared conformance data (../shared beside the repository)
+// Package corpus finds the shared conformance data (../shared beside the repository)
 // for tests, and makes a skip for missing data visible: `make test` hides the output of
 // passing packages, so each skip is also appended to the file named by $RELAY_SKIP_LOG,
 // which the Makefile sums up in one line.
-package testcorpus
+package corpus
 
 import (
 	"fmt"

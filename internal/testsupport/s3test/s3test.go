@@ -27,6 +27,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // Test credentials of the root user.
@@ -53,20 +54,11 @@ func Binary() (string, error) {
 	if p, err := exec.LookPath("versitygw"); err == nil {
 		return p, nil
 	}
-	dir, _ := os.Getwd()
-	for dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, ".cache", "versitygw", "bin", "versitygw")
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			break
+	if root, err := testsupport.FindRepoRoot(); err == nil {
+		p := filepath.Join(root, ".cache", "versitygw", "bin", "versitygw")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
 	}
 	if c, err := os.UserCacheDir(); err == nil {
 		p := filepath.Join(c, "relay", "versitygw", "bin", "versitygw")
