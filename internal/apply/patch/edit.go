@@ -452,6 +452,13 @@ func applyEditStrategy(original string, body string) (Result, error) {
 	if err != nil {
 		return Result{}, formatError(EditStrategy, "invalid edit: %v", err)
 	}
+	return ApplyEditOp(original, edits)
+}
+
+// ApplyEditOp is Apply for the edit strategy given typed edits (no body to parse): they
+// apply whole or not at all, an edit that changes nothing is refused, and a failure is an
+// *ApplyError like every strategy's.
+func ApplyEditOp(original string, edits []Edit) (Result, error) {
 	var noops []BlockFailure
 	for i, e := range edits {
 		if e.OldString == e.NewString && e.InsertLine == nil {

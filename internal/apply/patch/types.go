@@ -47,6 +47,9 @@ type Operation struct {
 	// from /dev/null, a codex Add File, a str_replace_editor create): relay
 	// watch may then write a path that does not exist yet.
 	Create bool `yaml:"-" json:"create,omitempty"`
+	// Edits are the EditStrategy edits of a write made from typed edits (an
+	// agent's edit call), used instead of parsing Content.
+	Edits []Edit `yaml:"edits,omitempty" json:"edits,omitempty"`
 }
 
 // ChangeSummaryItem is one `- edit: path` line of the control block.

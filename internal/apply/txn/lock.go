@@ -52,3 +52,26 @@ func (l *lock) unlock() {
 		l.l.Unlock()
 	}
 }
+
+// Lock is the project's transaction lock held by a caller that recovers under it and
+// then runs a transaction (Engine.Lock), so recovery runs once, under the same lock.
+type Lock struct {
+	dir string
+	l   *lock
+}
+
+// LockProject takes the project's transaction lock without waiting (*BusyError when
+// another relay process holds it).
+func LockProject(projectDir string) (*Lock, error) {
+	l, err := tryLock(projectDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{dir: projectDir, l: l}, nil
+}
+
+// Recover rolls back every transaction left pending in the project (see Recover).
+func (l *Lock) Recover(key []byte) ([]Recovered, error) { return recoverLocked(l.dir, key) }
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() { l.l.unlock() }

@@ -122,7 +122,13 @@ func (e *Engine) plan(proj *project, req Request) (*plan, error) {
 			already := false
 			if req.RevertOf == "" || strategy != patch.Replace {
 				// A revert writes snapshot bytes verbatim; anything else goes through the engine.
-				res, err := apply(cur.content, cur.exists, strategy, op.Content, patch.Options{FuzzyThreshold: e.Opts.FuzzyThreshold})
+				var res patch.Result
+				var err error
+				if strategy == patch.EditStrategy && op.Edits != nil {
+					res, err = patch.ApplyEditOp(cur.content, op.Edits) // typed edits: nothing to parse
+				} else {
+					res, err = apply(cur.content, cur.exists, strategy, op.Content, patch.Options{FuzzyThreshold: e.Opts.FuzzyThreshold})
+				}
 				var ae *patch.ApplyError
 				switch {
 				case errors.As(err, &ae) && ae.AlreadyApplied:

@@ -77,6 +77,9 @@ type Engine struct {
 	// NoSync skips fsync of project files at commit (benchmarks only; the
 	// pending record is always fsynced).
 	NoSync bool
+	// Lock is the project lock when the caller holds it and has recovered under
+	// it (LockProject); Run then neither locks nor recovers again.
+	Lock *Lock
 }
 
 // Request is one response to apply.
@@ -107,6 +110,9 @@ type Result struct {
 	// is committed regardless).
 	BranchErr error
 	Duration  time.Duration
+	// Contents is what each touched path holds at commit (after the
+	// post-command), keyed like State.Snapshot; nil means the file is gone.
+	Contents map[string]*string
 }
 
 // SkipError is a response that is not applied at all: nothing was run or
@@ -223,14 +229,16 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		c.ProjectID = e.Opts.ProjectID // the record says which project it was applied to
 	}
 
-	lk, err := tryLock(e.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer lk.unlock()
-	if rec, err := recoverLocked(e.Dir, e.RecordKey); err != nil {
-		return nil, err
-	} else {
+	if e.Lock == nil {
+		lk, err := tryLock(e.Dir)
+		if err != nil {
+			return nil, err
+		}
+		defer lk.unlock()
+		rec, err := recoverLocked(e.Dir, e.RecordKey)
+		if err != nil {
+			return nil, err
+		}
 		for _, r := range rec {
 			if r.Refused != "" {
 				e.logf("Left %s alone: %s.", r.Record, r.Refused)
@@ -397,10 +405,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) before commit"))
 	}
 
-	if err := e.commit(proj, st, pl); err != nil {
+	contents, err := e.commit(proj, st, pl)
+	if err != nil {
 		return nil, rollback("commit", err)
 	}
-	res := &Result{State: st, Baseline: baseline, Final: final}
+	res := &Result{State: st, Baseline: baseline, Final: final, Contents: contents}
 	if e.Opts.AutoGitBranch {
 		res.Branch, res.BranchErr = e.autoBranch(ctx, st)
 	}
@@ -541,34 +550,41 @@ func (e *Engine) approve(ctx context.Context, req Request, pl *plan, baseline, f
 
 // commit records the transaction as approved: fingerprints and stats, the
 // committed record written and fsynced, then the pending record removed.
-func (e *Engine) commit(proj *project, st *State, pl *plan) error {
+// It returns what each touched path holds as committed (nil: absent).
+func (e *Engine) commit(proj *project, st *State, pl *plan) (map[string]*string, error) {
 	if !e.NoSync {
 		if err := pl.syncWritten(proj); err != nil {
-			return fmt.Errorf("flush written files: %w", err)
+			return nil, fmt.Errorf("flush written files: %w", err)
 		}
 	}
 	st.After = make(map[string]string, len(pl.order))
+	contents := make(map[string]*string, len(pl.order))
 	for _, name := range pl.order {
 		cur, err := proj.read(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		st.After[name] = fingerprint(cur.content, cur.exists, cur.mode)
+		if cur.exists {
+			contents[name] = &cur.content
+		} else {
+			contents[name] = nil
+		}
 	}
 	st.Files = pl.fileChanges()
 	st.Approved = true
 	data, err := committedYAML(st, pl.pendingYAML)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeFileSync(committedPath(e.Dir, st.UUID), data); err != nil {
-		return fmt.Errorf("write committed record: %w", err)
+		return nil, fmt.Errorf("write committed record: %w", err)
 	}
 	// A crash here leaves both files; recovery keeps the committed one.
 	if err := os.Remove(pendingPath(e.Dir, st.UUID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove pending record: %w", err)
+		return nil, fmt.Errorf("remove pending record: %w", err)
 	}
-	return syncDir(stateDir(e.Dir))
+	return contents, syncDir(stateDir(e.Dir))
 }
 
 func nonNil(s []string) []string {
