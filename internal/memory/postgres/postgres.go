@@ -76,6 +76,7 @@ type cached struct {
 	version int
 	st      *statedoc.State
 	size    int
+	snap    int // the thread's snap_version at this version; 0 when not known
 }
 
 // sizeBound bounds the encoded size of a state of at most old bytes after patch, without
@@ -341,7 +342,7 @@ func (s *Store) CreateThread(ctx context.Context, p memory.CreateThreadParams) (
 	if err != nil {
 		return memory.Thread{}, err
 	}
-	s.setCache(id, &cached{version: 1, st: st, size: len(doc)})
+	s.setCache(id, &cached{version: 1, st: st, size: len(doc), snap: 1})
 	return memory.Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: memory.StateRef(1),
 		EventCount: 1, LastEventID: ev.ID}, nil
 }
@@ -587,6 +588,13 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 	if json.Compact(&cb, patch) == nil {
 		compact = cb.Bytes()
 	}
+	if c := s.getCache(id); c != nil && c.snap > 0 && (expected == 0 || expected == c.version) {
+		res, ok, err := s.patchCached(ctx, id, c, patch, compact, len(ops), author)
+		if err != nil || ok {
+			return res, err
+		}
+		// Another daemon moved the version: the locked path below decides on fresh state.
+	}
 	var res memory.PatchResult
 	var next *cached
 	err := s.tx(ctx, "store patch of thread "+id, func(tx pgx.Tx) error {
@@ -648,7 +656,7 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 		if err != nil {
 			return err
 		}
-		next = &cached{version: v, st: st, size: size}
+		next = &cached{version: v, st: st, size: size, snap: newSnap}
 		res = memory.PatchResult{ThreadID: id, Version: v, StateRef: memory.StateRef(v), EventID: evID}
 		return nil
 	})
@@ -658,6 +666,73 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 	s.setCache(id, next)
 	s.broker.Notify(id) // local followers need not wait for the notification's round trip
 	return res, nil
+}
+
+// patchCached is PatchState in one round trip, for the common case where this daemon's
+// cached state is the latest: the patch is applied to it here and one statement (its own
+// transaction: no BEGIN or COMMIT round trips) writes the event, the version, a snapshot
+// when due and the thread row, guarded by the thread's version. ok is false when the guard
+// found another version (another daemon patched): nothing was written.
+//
+// The event id is drawn in the thread row's UPDATE: when another transaction holds the row
+// (it took the lock to add an event), PostgreSQL waits for it, rechecks the guard on the new
+// row and evaluates the new values again, drawing a later id, so a thread's events still
+// commit in id order.
+func (s *Store) patchCached(ctx context.Context, id string, c *cached, patch, compact []byte, nops int, author string) (res memory.PatchResult, ok bool, err error) {
+	v := c.version + 1
+	at := s.stamp()
+	st, err := c.st.Patch(patch, v, at.Time)
+	if err != nil {
+		return res, false, patchError(err)
+	}
+	since := v - c.snap
+	size := sizeBound(c.size, compact)
+	snap := since >= snapshotEvery || size < 0 || since*size >= snapshotBytes
+	var doc []byte
+	if snap || size > memory.MaxStateBytes {
+		if doc, err = st.JSON(); err != nil {
+			return res, false, patchError(err)
+		}
+		size = len(doc)
+		snap = since >= snapshotEvery || since*size >= snapshotBytes
+	}
+	if size > memory.MaxStateBytes {
+		return res, false, &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
+	}
+	newSnap := c.snap
+	if snap {
+		newSnap = v
+	} else {
+		doc = nil
+	}
+	data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": nops, "author": author})
+	var evID int64
+	err = s.pool.QueryRow(ctx, `WITH th AS (
+			UPDATE threads SET version = $5, snap_version = $8, event_count = event_count + 1,
+				last_event_id = nextval(pg_get_serial_sequence('events', 'id')), updated_at = $3
+			WHERE id = $1 AND version = $10 RETURNING last_event_id
+		), ev AS (
+			INSERT INTO events (id, thread_id, type, at, data) SELECT last_event_id, $1, $2, $3, $4 FROM th RETURNING id
+		), sv AS (
+			INSERT INTO state_versions (thread_id, version, patch, author, created_at, event_id)
+			SELECT $1, $5, $6, $7, $3, id FROM ev
+		), sn AS (
+			INSERT INTO state_snapshots (thread_id, version, doc) SELECT $1, $5, $11::bytea FROM th WHERE $11::bytea IS NOT NULL
+		)
+		SELECT id, pg_notify($9, $1) FROM ev`,
+		id, memory.EventStatePatched, at.Time, data, v, compact, author, newSnap, notifyChannel, c.version, doc).Scan(&evID, nil)
+	if errors.Is(err, pgx.ErrNoRows) || (err != nil && pgconn.SafeToRetry(err) && ctx.Err() == nil) {
+		return res, false, nil // moved on, or a dead pooled connection: the locked path retries
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, false, err
+		}
+		return res, false, fmt.Errorf("store patch of thread %s: %w", id, err)
+	}
+	s.setCache(id, &cached{version: v, st: st, size: size, snap: newSnap})
+	s.broker.Notify(id)
+	return memory.PatchResult{ThreadID: id, Version: v, StateRef: memory.StateRef(v), EventID: evID}, true, nil
 }
 
 // Versions implements memory.Store.

@@ -482,3 +482,77 @@ func TestListenerReconnects(t *testing.T) {
 		}
 	}
 }
+
+// Patches without a base version from two daemons: each daemon's fast path (one statement
+// guarded by its cached version) loses to the other's now and then and falls back to the
+// locked path; no patch is lost or applied twice, and the thread's state.patched events
+// carry consecutive versions in event id order.
+func TestPatchesWithoutBaseAcrossDaemons(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	a := open(t, url, postgres.Options{})
+	b := open(t, url, postgres.Options{})
+	th, err := a.CreateThread(ctx, memory.CreateThreadParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 4, 25
+	stores := []*postgres.Store{a, b}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := stores[w%2].PatchState(ctx, th.ID, factPatch(fmt.Sprintf("w%d-%d", w, i)), 0, ""); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range stores {
+		st, err := s.State(ctx, th.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Facts []struct{ ID string } `json:"facts"`
+		}
+		if err := json.Unmarshal(st.Doc, &doc); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, f := range doc.Facts {
+			if seen[f.ID] {
+				t.Fatalf("fact %s applied twice", f.ID)
+			}
+			seen[f.ID] = true
+		}
+		if len(doc.Facts) != writers*each || st.Version != writers*each+1 {
+			t.Fatalf("facts %d, version %d; want %d, %d", len(doc.Facts), st.Version, writers*each, writers*each+1)
+		}
+	}
+	evs, err := a.Events(ctx, th.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 2
+	for i, e := range evs {
+		if i > 0 && e.ID <= evs[i-1].ID {
+			t.Fatalf("event ids out of order: %d after %d", e.ID, evs[i-1].ID)
+		}
+		if e.Type != memory.EventStatePatched {
+			continue
+		}
+		var d struct{ Version int }
+		if err := json.Unmarshal(e.Data, &d); err != nil || d.Version != want {
+			t.Fatalf("event %d: version %d, want %d (%v)", e.ID, d.Version, want, err)
+		}
+		want++
+	}
+	if want != writers*each+2 {
+		t.Fatalf("%d state.patched events, want %d", want-2, writers*each)
+	}
+}
