@@ -181,7 +181,7 @@ func TestDiff(t *testing.T) {
 	h := newHarness(t)
 	r := okReq(t)
 	r.IncludeDiff = true
-	h.gitOut["diff --no-color --no-ext-diff --"] = "\n" + strings.Repeat("d", 300_000) + "\n"
+	h.gitOut["diff --no-color --no-ext-diff --no-textconv --"] = "\n" + strings.Repeat("d", 300_000) + "\n"
 	p, err := h.asker.Prepare(ctx, r)
 	if err != nil {
 		t.Fatalf("300,000-byte diff refused: %v", err)
@@ -190,7 +190,7 @@ func TestDiff(t *testing.T) {
 		t.Errorf("diff section wrong")
 	}
 
-	h.gitOut["diff --no-color --no-ext-diff --"] = strings.Repeat("d", 300_001)
+	h.gitOut["diff --no-color --no-ext-diff --no-textconv --"] = strings.Repeat("d", 300_001)
 	_, err = h.asker.Prepare(ctx, r)
 	wantErr(t, err, "Git diff is too large (300001 bytes; max 300000 bytes)")
 
@@ -202,8 +202,8 @@ func TestDiff(t *testing.T) {
 	h.gitErr = nil
 	h.gitCalls = nil
 	r.IncludeDiff, r.DiffBase = false, "main"
-	h.gitOut["diff --no-color --no-ext-diff main...HEAD --"] = "BRANCH\n"
-	h.gitOut["diff --no-color --no-ext-diff HEAD --"] = "UNCOMMITTED\n"
+	h.gitOut["diff --no-color --no-ext-diff --no-textconv main...HEAD --"] = "BRANCH\n"
+	h.gitOut["diff --no-color --no-ext-diff --no-textconv HEAD --"] = "UNCOMMITTED\n"
 	p, err = h.asker.Prepare(ctx, r)
 	if err != nil {
 		t.Fatal(err)

@@ -20,17 +20,17 @@ func (a *Asker) collectDiff(ctx context.Context, repo string, req Request) (stri
 		if strings.HasPrefix(req.DiffBase, "-") {
 			return "", usagef("pass a branch, tag or commit to --diff-base, e.g. --diff-base main", "Invalid diff base: %s (a git ref cannot start with '-')", req.DiffBase)
 		}
-		branch, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", req.DiffBase+"...HEAD", "--")
+		branch, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", "--no-textconv", req.DiffBase+"...HEAD", "--")
 		if err != nil {
 			return "", diffError(err, "check that "+req.DiffBase+" exists: git -C "+repo+" rev-parse "+req.DiffBase)
 		}
-		uncommitted, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", "HEAD", "--")
+		uncommitted, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD", "--")
 		if err != nil {
 			return "", diffError(err, "check that "+repo+" is a git repository with at least one commit")
 		}
 		parts = append(parts, strings.TrimSpace(branch), strings.TrimSpace(uncommitted))
 	case req.IncludeDiff:
-		out, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", "--")
+		out, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--")
 		if err != nil {
 			return "", diffError(err, "check that "+repo+" is a git repository: git -C "+repo+" status")
 		}
@@ -63,7 +63,7 @@ func diffError(err error, hint string) *Error {
 // runGit is the real git seam: `git -C repo args…`, stdout captured.
 func runGit(ctx context.Context, repo string, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
-	c := run.Command(ctx, "git", append([]string{"-C", repo}, args...)...)
+	c := run.Git(ctx, repo, args...)
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()
 	if err == nil {

@@ -86,6 +86,9 @@ func TestRecoverWorkDirFromSubdirectory(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, ".relaycode"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil { // the search for the config stops at the work tree's root
+		t.Fatal(err)
+	}
 	// An orphaned pending record: a.txt was created by a transaction that crashed.
 	pending := "uuid: 9a8b7c6d-0000-4000-8000-00000000000f\nprojectId: demo\nsnapshot:\n  a.txt: null\napproved: false\n"
 	home := t.TempDir()

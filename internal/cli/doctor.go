@@ -122,6 +122,9 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 func coreDoctorChecks() []doctorCheck {
 	return []doctorCheck{
 		{Name: "config", Run: checkConfig},
+		{Name: "mcp project", Run: func(ctx context.Context, f *Factory) checkResult {
+			return checkResult{Status: statusOK, Detail: "relay mcp started here is " + mcpServes(f)}
+		}},
 		{Name: "state dir", Run: checkStateDir},
 		{Name: "pending records", Run: checkPendingRecords},
 		{Name: "git", Run: checkGit},
@@ -137,7 +140,9 @@ func checkConfig(ctx context.Context, f *Factory) checkResult {
 	cfg, warnings, err := config.Load(dir)
 	switch {
 	case config.IsNotFound(err):
-		return checkResult{Status: statusWarn, Detail: "no relaycode.config.json here or above (needed by apply and watch)", Hint: "relay init"}
+		return checkResult{Status: statusWarn, Detail: "no relaycode.config.json here or above up to the git work tree's root (needed by apply and watch)", Hint: "relay init"}
+	case config.IsNotOwned(err):
+		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "run relay in a project you own, or copy the config into a directory you own"}
 	case err != nil:
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix the file; relay config schema lists every key"}
 	case len(warnings) > 0:

@@ -46,6 +46,9 @@ func (f *Factory) ProjectConfig() (*config.Config, error) {
 	if config.IsNotFound(err) {
 		return nil, WithHint(err, "relay init")
 	}
+	if config.IsNotOwned(err) {
+		return nil, WithHint(err, "if you trust that user, copy the config into a directory you own; otherwise run relay in a project of your own")
+	}
 	if err != nil {
 		return nil, WithHint(err, "fix the file, or see every key with: relay config schema")
 	}

@@ -1,18 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/mcp/hosts"
 )
@@ -159,52 +156,78 @@ func installRun(opts *InstallOptions) error {
 			return err
 		}
 	}
-	out, errOut := opts.IO.Out, opts.IO.ErrOut
 	for _, host := range opts.Hosts {
-		var changes []hosts.Change
-		if opts.Remove {
-			changes, err = hosts.Uninstall(host, scope, env)
-		} else {
-			changes, err = hosts.Install(host, scope, env, srv)
-		}
-		if err != nil {
-			return WithHint(fmt.Errorf("%s: %w", host, err), "fix that file by hand (or move it away), then run relay "+verb(opts)+" "+host+" again")
-		}
-		path, _ := hosts.ConfigPath(host, scope, env)
-		for _, c := range changes {
-			if c.Skip {
-				fmt.Fprintf(errOut, "%s: %s: %s\n", host, c.Note, c.Path)
-			}
-		}
-		if len(changes) == 0 || allSkipped(changes) {
-			if opts.Remove {
-				fmt.Fprintf(errOut, "%s: relay is not registered in %s\n", host, path)
-			} else {
-				fmt.Fprintf(errOut, "%s: relay is already registered in %s\n", host, path)
-			}
-			continue
-		}
-		for _, c := range changes {
-			if c.Skip {
+		// A host may rewrite its file while relay edits it: relay reads it
+		// again and redoes its edit (a few times, then gives up).
+		for attempt := 1; ; attempt++ {
+			err := installHost(opts, host, scope, env, srv)
+			if errors.Is(err, hosts.ErrChanged) && attempt < 5 {
 				continue
 			}
-			if opts.DryRun {
-				fmt.Fprint(out, hosts.UnifiedDiff(c))
-				continue
+			if err != nil {
+				return WithHint(fmt.Errorf("%s: %w", host, err), "fix that file by hand (or move it away), then run relay "+verb(opts)+" "+host+" again")
 			}
-			if err := writeChange(c); err != nil {
-				return WithHint(fmt.Errorf("%s: %w", host, err), "relay "+verb(opts)+" "+host+" again")
-			}
-			fmt.Fprintf(errOut, "%s: %s (%s)\n", host, c.Note, c.Path)
-		}
-		if !opts.Remove && !opts.DryRun {
-			if hint := hostNote(host, scope); hint != "" {
-				fmt.Fprintf(errOut, "%s: %s\n", host, hint)
-			}
+			break
 		}
 	}
+	errOut := opts.IO.ErrOut
 	if opts.DryRun {
 		fmt.Fprintln(errOut, "Dry run: nothing was written.")
+	}
+	return nil
+}
+
+// installHost makes (or, with Remove, undoes) one host's registration.
+func installHost(opts *InstallOptions, host string, scope hosts.Scope, env hosts.Env, srv hosts.Server) error {
+	out, errOut := opts.IO.Out, opts.IO.ErrOut
+	if !opts.DryRun {
+		unlock, err := hosts.Lock(host, scope, env)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	var changes []hosts.Change
+	var err error
+	if opts.Remove {
+		changes, err = hosts.Uninstall(host, scope, env)
+	} else {
+		changes, err = hosts.Install(host, scope, env, srv)
+	}
+	if err != nil {
+		return err
+	}
+	path, _ := hosts.ConfigPath(host, scope, env)
+	for _, c := range changes {
+		if c.Skip {
+			fmt.Fprintf(errOut, "%s: %s: %s\n", host, c.Note, c.Path)
+		}
+	}
+	if len(changes) == 0 || allSkipped(changes) {
+		if opts.Remove {
+			fmt.Fprintf(errOut, "%s: relay is not registered in %s\n", host, path)
+		} else {
+			fmt.Fprintf(errOut, "%s: relay is already registered in %s\n", host, path)
+		}
+		return nil
+	}
+	for _, c := range changes {
+		if c.Skip {
+			continue
+		}
+		if opts.DryRun {
+			fmt.Fprint(out, hosts.UnifiedDiff(c))
+			continue
+		}
+		if err := hosts.WriteChange(c); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "%s: %s (%s)\n", host, c.Note, c.Path)
+	}
+	if !opts.Remove && !opts.DryRun {
+		if hint := hostNote(host, scope); hint != "" {
+			fmt.Fprintf(errOut, "%s: %s\n", host, hint)
+		}
 	}
 	return nil
 }
@@ -235,35 +258,6 @@ func hostNote(host string, scope hosts.Scope) string {
 		return "Gemini CLI loads project servers only in a trusted folder"
 	}
 	return ""
-}
-
-// writeChange writes one file atomically, keeping its permission bits, and
-// refuses when the host rewrote the file since relay read it.
-func writeChange(c hosts.Change) error {
-	cur, err := os.ReadFile(c.Path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		cur = nil
-	case err != nil:
-		return err
-	}
-	if !bytes.Equal(cur, c.Old) || (cur == nil) != (c.Old == nil) {
-		return fmt.Errorf("%s changed while relay was editing it", c.Path)
-	}
-	if c.New == nil {
-		return os.Remove(c.Path)
-	}
-	mode := fs.FileMode(0o644)
-	if strings.HasSuffix(c.Path, ".claude.json") {
-		mode = 0o600 // Claude Code keeps account state there
-	}
-	if st, err := os.Stat(c.Path); err == nil {
-		mode = st.Mode().Perm()
-	}
-	if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(c.Path, c.New, mode)
 }
 
 // mcpDoctorChecks show, per host, whether relay mcp is registered and where.

@@ -43,6 +43,8 @@ running, as relay up does. The thread defaults to $RELAY_THREAD, else one
 thread per project, remembered in .relaycode/thread.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// the host logs stderr: the person can see which directory the agent's calls act on
+			fmt.Fprintf(f.IO.ErrOut, "relay mcp: %s\n", mcpServes(f))
 			s := mcp.New(mcpJobs(f))
 			in, out := f.IO.In, f.IO.Out
 			err := s.Run(cmd.Context(), &mcp.Stdio{In: in, Out: out})
@@ -104,6 +106,12 @@ type mcpMemory struct {
 
 	threadMu sync.Mutex
 	thread   string // the default thread, once known
+	warned   sync.Once
+}
+
+// warnOnce tells the person (stderr, which hosts log) once per session.
+func (m *mcpMemory) warnOnce(msg string) {
+	m.warned.Do(func() { fmt.Fprintf(m.f.IO.ErrOut, "relay mcp: Warning: %s\n", msg) })
 }
 
 func (m *mcpMemory) client(ctx context.Context, restart bool) (*client.Client, error) {
@@ -335,6 +343,14 @@ func (m *mcpMemory) defaultThread(ctx context.Context, create bool) (string, err
 		return "", err
 	}
 	id, err := ReadProjectThread(dir)
+	var tracked *TrackedThreadError
+	persist := true
+	if errors.As(err, &tracked) {
+		// a thread a clone names is not this project's memory; one of its own is made for
+		// this session and not written over the tracked file
+		m.warnOnce(err.Error() + "; Try: " + trackedThreadHint)
+		id, err, persist = "", nil, false
+	}
 	if err != nil {
 		return "", WithHint(err, `remove .relaycode/thread (relay mcp makes a new thread), or pass "thread" to the tool`)
 	}
@@ -357,8 +373,10 @@ func (m *mcpMemory) defaultThread(ctx context.Context, create bool) (string, err
 	if err := m.do(ctx, "", func(c *client.Client) (err error) { t, err = c.CreateThread(ctx, filepath.Base(dir)); return err }); err != nil {
 		return "", err
 	}
-	if err := WriteProjectThread(dir, t.ID); err != nil {
-		return "", fmt.Errorf("remember the project's thread: %w", err)
+	if persist {
+		if err := WriteProjectThread(dir, t.ID); err != nil {
+			return "", fmt.Errorf("remember the project's thread: %w", err)
+		}
 	}
 	m.thread = t.ID
 	return t.ID, nil
@@ -375,6 +393,23 @@ func mcpProjectDir(f *Factory) (string, error) {
 		return filepath.Dir(file), nil
 	}
 	return wd, nil
+}
+
+// mcpServes says which project relay mcp started in the working directory
+// serves: its root and config, or why there is none.
+func mcpServes(f *Factory) string {
+	wd, err := f.WorkDir()
+	if err != nil {
+		return "no working directory: " + err.Error()
+	}
+	file, err := config.Find(wd)
+	switch {
+	case err == nil:
+		return fmt.Sprintf("serving project %s (config %s)", filepath.Dir(file), file)
+	case config.IsNotOwned(err):
+		return fmt.Sprintf("serving %s without a project config: %v", wd, err)
+	}
+	return fmt.Sprintf("serving %s (no relaycode.config.json here or up to the git work tree's root: apply needs relay init)", wd)
 }
 
 // mcpAsk runs ask for a tool call: no terminal, the session's environment.

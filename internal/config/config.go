@@ -114,23 +114,75 @@ func (e *Error) Error() string {
 }
 
 // Find returns the config file that governs dir: the first of FileNames in
-// dir or the nearest parent.
+// dir or the nearest parent, searching no higher than the root of the git
+// work tree dir is in (only dir itself when it is in none), and never into
+// the home directory from below it: a relaycode.config.json in $HOME or in a
+// shared parent such as /tmp does not make every directory under it a relay
+// project. A config owned by another user is refused (*NotOwnedError), as
+// git refuses a repository another user owns.
 func Find(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
+	top := workTreeRoot(abs)
+	home := homeDir()
 	for d := abs; ; d = filepath.Dir(d) {
+		if d != abs && d == home {
+			break // never into $HOME from below
+		}
 		for _, name := range FileNames {
 			p := filepath.Join(d, name)
 			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				if err := checkOwner(p, st); err != nil {
+					return "", err
+				}
 				return p, nil
 			}
 		}
-		if filepath.Dir(d) == d {
-			return "", &NotFoundError{Dir: abs}
+		if d == top || filepath.Dir(d) == d {
+			break
 		}
 	}
+	return "", &NotFoundError{Dir: abs}
+}
+
+// workTreeRoot is the nearest directory at or above dir holding .git (a
+// directory, or the file of a linked work tree or submodule); dir itself
+// when there is none.
+func workTreeRoot(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+// homeDir is the user's home directory, cleaned and with links resolved;
+// "" when unknown.
+func homeDir() string {
+	h, err := os.UserHomeDir()
+	if err != nil || h == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(h); err == nil {
+		h = abs
+	}
+	return filepath.Clean(h)
+}
+
+// NotOwnedError is a config file that another user owns: whoever can write
+// it chooses the commands relay runs.
+type NotOwnedError struct {
+	File  string
+	Owner int
+}
+
+func (e *NotOwnedError) Error() string {
+	return fmt.Sprintf("%s is owned by another user (uid %d), not by you; relay does not read a config another user can change (it names the commands relay runs)", e.File, e.Owner)
 }
 
 // Load finds and parses the config governing dir. Warnings (unknown keys,
@@ -389,6 +441,12 @@ func Marshal(cfg *Config) ([]byte, error) {
 		return nil, err
 	}
 	return append(out, '\n'), nil
+}
+
+// IsNotOwned reports whether err is a config another user owns.
+func IsNotOwned(err error) bool {
+	var no *NotOwnedError
+	return errors.As(err, &no)
 }
 
 // IsNotFound reports whether err means there is no project config.

@@ -135,6 +135,9 @@ func TestFindWalksUp(t *testing.T) {
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Find(sub); !IsNotFound(err) {
 		t.Fatalf("Find in empty tree: %v", err)
 	}
@@ -150,6 +153,60 @@ func TestFindWalksUp(t *testing.T) {
 	}
 	if cfg, _, _ := Load(sub); cfg.ProjectID != "new" {
 		t.Errorf("relaycode.config.json should win, got %q", cfg.ProjectID)
+	}
+}
+
+// TestFindStopsAtBoundaries: the search never leaves the git work tree, stays
+// in the start directory outside one, never climbs into $HOME from below,
+// and refuses a config another user owns.
+func TestFindStopsAtBoundaries(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	t.Setenv("HOME", home)
+	write := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(`{"projectId":"x"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(home, "relaycode.config.json"))
+	write(filepath.Join(base, "relaycode.config.json"))
+	nogit := filepath.Join(home, "src", "x")
+	if err := os.MkdirAll(nogit, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(nogit); !IsNotFound(err) {
+		t.Errorf("outside a repository the search left the start directory: %v", err)
+	}
+	repo := filepath.Join(home, "src", "repo")
+	if err := os.MkdirAll(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(filepath.Join(repo)); !IsNotFound(err) {
+		t.Errorf("the search left the work tree: %v", err)
+	}
+	// a dotfiles repository at $HOME: still never into $HOME from below
+	if err := os.MkdirAll(filepath.Join(home, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(nogit); !IsNotFound(err) {
+		t.Errorf("the search climbed into $HOME: %v", err)
+	}
+	if got, err := Find(home); err != nil || got != filepath.Join(home, "relaycode.config.json") {
+		t.Errorf("in $HOME itself its config is found: %q %v", got, err)
+	}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(base, "shared")
+		write(filepath.Join(other, "relaycode.config.json"))
+		if err := os.Chown(filepath.Join(other, "relaycode.config.json"), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Find(other); !IsNotOwned(err) {
+			t.Errorf("a config owned by another user was accepted: %v", err)
+		}
 	}
 }
 

@@ -130,12 +130,20 @@ func (s *sandbox) Run(stdin string, args ...string) Result {
 // RunIn runs relay in dir.
 func (s *sandbox) RunIn(dir, stdin string, args ...string) Result {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return s.RunWithin(time.Minute, dir, stdin, args...)
+}
+
+// RunWithin runs relay in dir and fails the test when it has not finished
+// within d (an attack that makes relay hang).
+func (s *sandbox) RunWithin(d time.Duration, dir, stdin string, args ...string) Result {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, relayBin, args...)
 	cmd.Dir = dir
 	cmd.Env = s.Env
 	cmd.Stdin = strings.NewReader(stdin)
+	cmd.WaitDelay = 5 * time.Second // a killed relay's children must not keep the pipes open
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -149,7 +157,7 @@ func (s *sandbox) RunIn(dir, stdin string, args ...string) Result {
 		s.t.Fatalf("run relay %s: %v", strings.Join(args, " "), err)
 	}
 	if ctx.Err() != nil {
-		s.t.Fatalf("relay %s did not finish within a minute\n%s", strings.Join(args, " "), r)
+		s.t.Fatalf("relay %s did not finish within %s\n%s", strings.Join(args, " "), d, r)
 	}
 	return r
 }

@@ -82,11 +82,11 @@ func GitCommit(ctx context.Context, projectDir string, st *State, opts CommitOpt
 	if msg == "" {
 		return "", fmt.Errorf("transaction %s has no gitCommitMsg; commit it yourself with git commit -m \"…\"", st.UUID)
 	}
-	if _, err := gitRunner(ctx, projectDir, nil, "rev-parse", "--git-dir"); err != nil {
+	if _, err := personGit(ctx, projectDir, nil, "rev-parse", "--git-dir"); err != nil {
 		return "", fmt.Errorf("%s is not a git repository; run git init first: %w", projectDir, err)
 	}
 	if opts.All {
-		if _, err := gitRunner(ctx, projectDir, nil, "add", "."); err != nil {
+		if _, err := personGit(ctx, projectDir, nil, "add", "."); err != nil {
 			return "", fmt.Errorf("git add: %w", err)
 		}
 	} else {
@@ -104,24 +104,24 @@ func GitCommit(ctx context.Context, projectDir string, st *State, opts CommitOpt
 		}
 		if len(present) > 0 {
 			args := append([]string{"--literal-pathspecs", "add", "--"}, present...)
-			if _, err := gitRunner(ctx, projectDir, nil, args...); err != nil {
+			if _, err := personGit(ctx, projectDir, nil, args...); err != nil {
 				return "", fmt.Errorf("git add: %w", err)
 			}
 		}
 		if len(gone) > 0 {
 			args := append([]string{"--literal-pathspecs", "rm", "--cached", "--ignore-unmatch", "-q", "--"}, gone...)
-			if _, err := gitRunner(ctx, projectDir, nil, args...); err != nil {
+			if _, err := personGit(ctx, projectDir, nil, args...); err != nil {
 				return "", fmt.Errorf("git rm: %w", err)
 			}
 		}
 	}
-	if _, err := gitRunner(ctx, projectDir, nil, "diff", "--cached", "--quiet"); err == nil {
+	if _, err := personGit(ctx, projectDir, nil, "diff", "--cached", "--quiet"); err == nil {
 		if opts.All {
 			return "", fmt.Errorf("%w: the working tree has no changes since the last commit", ErrNothingToCommit)
 		}
 		return "", fmt.Errorf("%w: the transaction's files (%s) have no changes since the last commit", ErrNothingToCommit, strings.Join(st.TouchedPaths(), ", "))
 	}
-	out, err := gitRunner(ctx, projectDir, []byte(msg+"\n"), "commit", "--cleanup=verbatim", "-F", "-")
+	out, err := personGit(ctx, projectDir, []byte(msg+"\n"), "commit", "--cleanup=verbatim", "-F", "-")
 	if err != nil {
 		return "", fmt.Errorf("git commit: %w", err)
 	}

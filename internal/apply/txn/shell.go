@@ -31,10 +31,19 @@ func shellRun(ctx context.Context, dir, script string, started func(run.Group) e
 	return res, err
 }
 
-// gitRunner runs git in dir and returns its stdout.
+// gitRunner runs git in dir, as relay runs it for itself (no hooks,
+// fsmonitor or filter drivers from the repository), and returns its stdout.
 func gitRunner(ctx context.Context, dir string, stdin []byte, args ...string) (string, error) {
-	c := run.Command(ctx, "git", args...)
-	c.Dir = dir
+	return runGit(run.Git(ctx, dir, args...), stdin)
+}
+
+// personGit is gitRunner for git commands the person asked for by name
+// (relay git commit): the repository's hooks run, as with git itself.
+func personGit(ctx context.Context, dir string, stdin []byte, args ...string) (string, error) {
+	return runGit(run.GitWithHooks(ctx, dir, args...), stdin)
+}
+
+func runGit(c *run.Cmd, stdin []byte) (string, error) {
 	if stdin != nil {
 		c.Stdin = bytes.NewReader(stdin)
 	}

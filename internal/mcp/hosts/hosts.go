@@ -8,9 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -60,38 +57,9 @@ type Change struct {
 	Note string // what the change is, for the user
 	// Skip is a file relay leaves alone (a user's own slash command of the same name).
 	Skip bool
-}
-
-// maxConfig bounds how much of a host's config file is read.
-const maxConfig = 32 << 20
-
-func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxConfig {
-		return nil, fmt.Errorf("%s is larger than %d MB; relay will not edit it", path, maxConfig>>20)
-	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b, nil
+	// Root is the project directory for a project-scope file: no component of
+	// Path below it may be a symbolic link (the project may be a clone).
+	Root string
 }
 
 // ConfigPath is the file holding relay's registration for host and scope.
@@ -210,7 +178,8 @@ func Install(host string, scope Scope, env Env, srv Server) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	old, err := readFile(path)
+	root := scopeRoot(scope, env)
+	old, err := readFile(path, root)
 	if err != nil {
 		return nil, err
 	}
@@ -225,12 +194,12 @@ func Install(host string, scope Scope, env Env, srv Server) ([]Change, error) {
 	}
 	var changes []Change
 	if !bytes.Equal(old, next) || old == nil {
-		changes = append(changes, Change{Path: path, Old: old, New: next, Note: "register relay mcp"})
+		changes = append(changes, Change{Path: path, Old: old, New: next, Note: "register relay mcp", Root: root})
 	}
 	if host == "claude" {
 		for _, c := range slashCommands {
 			p := filepath.Join(commandsDir(scope, env), c.file)
-			cur, err := readFile(p)
+			cur, err := readFile(p, root)
 			if err != nil {
 				return nil, err
 			}
@@ -239,7 +208,7 @@ func Install(host string, scope Scope, env Env, srv Server) ([]Change, error) {
 				continue
 			}
 			if !bytes.Equal(cur, []byte(c.text)) {
-				changes = append(changes, Change{Path: p, Old: cur, New: []byte(c.text), Note: "slash command /" + strings.TrimSuffix(c.file, ".md")})
+				changes = append(changes, Change{Path: p, Old: cur, New: []byte(c.text), Note: "slash command /" + strings.TrimSuffix(c.file, ".md"), Root: root})
 			}
 		}
 	}
@@ -279,7 +248,8 @@ func Uninstall(host string, scope Scope, env Env) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	old, err := readFile(path)
+	root := scopeRoot(scope, env)
+	old, err := readFile(path, root)
 	if err != nil {
 		return nil, err
 	}
@@ -299,18 +269,18 @@ func Uninstall(host string, scope Scope, env Env) ([]Change, error) {
 			if host != "codex" && emptyConfig(next) {
 				next = nil // nothing but relay was in it: relay made the file, so it goes
 			}
-			changes = append(changes, Change{Path: path, Old: old, New: next, Note: "unregister relay mcp"})
+			changes = append(changes, Change{Path: path, Old: old, New: next, Note: "unregister relay mcp", Root: root})
 		}
 	}
 	if host == "claude" {
 		for _, c := range slashCommands {
 			p := filepath.Join(commandsDir(scope, env), c.file)
-			cur, err := readFile(p)
+			cur, err := readFile(p, root)
 			if err != nil {
 				return nil, err
 			}
 			if cur != nil && bytes.Contains(cur, []byte(commandMarker)) {
-				changes = append(changes, Change{Path: p, Old: cur, New: nil, Note: "remove slash command /" + strings.TrimSuffix(c.file, ".md")})
+				changes = append(changes, Change{Path: p, Old: cur, New: nil, Note: "remove slash command /" + strings.TrimSuffix(c.file, ".md"), Root: root})
 			}
 		}
 	}
@@ -348,7 +318,7 @@ func Status(host string, env Env) []Registration {
 			continue
 		}
 		r := Registration{Host: host, Scope: scope, Path: path}
-		b, err := readFile(path)
+		b, err := readFile(path, scopeRoot(scope, env))
 		if err != nil {
 			r.Error = err.Error()
 			out = append(out, r)

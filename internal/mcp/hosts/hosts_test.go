@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -199,4 +200,129 @@ func FuzzTOMLTable(f *testing.F) {
 			t.Fatalf("relay not registered from %q:\n%s", doc, got)
 		}
 	})
+}
+
+// TestTOMLTableFoundByParser: relay's table is found by a TOML parser, not by
+// looking at lines: quoted keys with dots, escaped quotes in multi-line
+// strings and headers inside strings do not fool it.
+func TestTOMLTableFoundByParser(t *testing.T) {
+	block := codexBlock(srv)
+	for _, tc := range []struct {
+		name, doc string
+	}{
+		{"quoted key with a dot is another server", "[mcp_servers.\"relay.dev\"]\ncommand = \"theirs\"\n"},
+		{"escaped quotes in a multi-line string", "[notes]\ntext = \"\"\"a \\\"\"\" b\n[mcp_servers.relay]\ncommand = \"inside the string\"\n\"\"\"\n\n[profiles.fast]\nmodel = \"mini\"\n"},
+		{"header inside a literal multi-line string", "x = '''\n[mcp_servers.relay]\n'''\n[other]\nk = 1\n"},
+		{"relay table first, then others", "[mcp_servers.relay]\ncommand = \"old\"\n\n[z]\ns = \"\"\"\nq \\\"\"\"\n\"\"\"\n[y]\nk = 2\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := decodeTOML([]byte(tc.doc))
+			if err != nil {
+				t.Fatalf("test doc is not TOML: %v", err)
+			}
+			got, err := SetTOMLTable([]byte(tc.doc), "mcp_servers.relay", block)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := decodeTOML(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameExceptTable(before, after, []string{"mcp_servers", "relay"}) {
+				t.Fatalf("install changed other tables:\n%s", got)
+			}
+			if tab, ok := tomlTable(after, "mcp_servers", "relay"); !ok || tab["command"] != srv.Command {
+				t.Fatalf("relay not registered:\n%s", got)
+			}
+			back, found, err := DeleteTOMLTable(got, "mcp_servers.relay")
+			if err != nil || !found {
+				t.Fatalf("uninstall: %v %v", found, err)
+			}
+			left, err := decodeTOML(back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lookup(left, []string{"mcp_servers", "relay"}) || !sameExceptTable(before, left, []string{"mcp_servers", "relay"}) {
+				t.Fatalf("uninstall changed other tables:\n%s", back)
+			}
+		})
+	}
+}
+
+// TestDuplicateJSONKeysAllRemoved: a host reads the last of duplicate keys;
+// uninstall removes every copy so none is left registered.
+func TestDuplicateJSONKeysAllRemoved(t *testing.T) {
+	doc := `{"mcpServers": {"relay": {"command": "a"}, "other": {}, "relay": {"command": "b"}}}`
+	back, found, err := DeleteJSON([]byte(doc), true, "mcpServers", "relay")
+	if err != nil || !found {
+		t.Fatal(found, err)
+	}
+	if bytes.Contains(back, []byte(`"relay"`)) {
+		t.Fatalf("a relay entry is left:\n%s", back)
+	}
+	if !bytes.Contains(back, []byte(`"other"`)) {
+		t.Fatalf("another server went too:\n%s", back)
+	}
+}
+
+// TestProjectFilesRefuseLinksAndFIFOs: a clone's links and FIFOs are refused
+// before anything is read; a user-scope link is written through.
+func TestProjectFilesRefuseLinksAndFIFOs(t *testing.T) {
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	secret := filepath.Join(home, "secret.json")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte(`{"token":"s3cret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Home: home, ProjectDir: proj, Getenv: func(string) string { return "" }}
+	if err := os.Symlink(secret, filepath.Join(proj, ".mcp.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install("claude", Project, env, srv); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("project link followed: %v", err)
+	}
+	if err := os.Symlink(home, filepath.Join(proj, ".gemini")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install("gemini", Project, env, srv); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("linked project dir followed: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(proj, ".qwen"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install("qwen", Project, env, srv); err == nil {
+		t.Fatal("a FIFO on the path was accepted")
+	}
+	// user scope: ~/.claude.json is a link into a dotfiles directory
+	dots := filepath.Join(home, "dotfiles")
+	if err := os.MkdirAll(dots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dots, "claude.json")
+	if err := os.WriteFile(real, []byte(`{"theme":"dark"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, ".claude.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := Install("claude", User, env, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changes {
+		if err := WriteChange(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the user's link was replaced: %v", err)
+	}
+	b, _ := os.ReadFile(real)
+	if !bytes.Contains(b, []byte(`"relay"`)) || !bytes.Contains(b, []byte(`"theme"`)) {
+		t.Fatalf("target not edited: %s", b)
+	}
 }

@@ -380,10 +380,26 @@ func SetJSON(doc []byte, v any, path ...string) ([]byte, error) {
 	return nil, errors.New("unreachable")
 }
 
-// DeleteJSON removes the member at path; when that leaves its parent object
+// DeleteJSON removes the member at path, every copy of it when the key is
+// there more than once (a host reads the last one, so removing one copy
+// would leave an earlier one registered); when that leaves its parent object
 // empty and dropEmptyParent is set, the parent member goes too (it was made
 // for it). found false means there was nothing to remove.
 func DeleteJSON(doc []byte, dropEmptyParent bool, path ...string) ([]byte, bool, error) {
+	found := false
+	for {
+		next, ok, err := deleteJSONOnce(doc, dropEmptyParent, path...)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return doc, found, nil
+		}
+		doc, found = next, true
+	}
+}
+
+func deleteJSONOnce(doc []byte, dropEmptyParent bool, path ...string) ([]byte, bool, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return doc, false, nil
 	}

@@ -2,114 +2,103 @@ package hosts
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
-	"github.com/BurntSushi/toml"
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // A textual edit of one TOML table and its subtables ([mcp_servers.relay],
-// [mcp_servers.relay.env], …): the lines of those tables are replaced or
-// removed and every other line of the file is kept byte for byte, comments
-// included. A decoder only checks the file before and after.
+// [mcp_servers.relay.env], …): a real TOML parser finds where each table
+// starts and ends (quoted keys, multi-line strings and escapes included), the
+// lines of those tables are replaced or removed, and every other byte of the
+// file is kept, comments included. The decoded file before and after must
+// differ in relay's table only.
 
-type tomlLine struct {
-	start, end int    // byte span including the newline
-	header     string // normalized table name for a [table] line, else ""
-	content    bool   // a key/value line (not blank, not a comment)
+// tomlExpr is one top-level expression of a document: a [table] or
+// [[array]] header, or a key/value line.
+type tomlExpr struct {
+	kind       unstable.Kind
+	key        []string // the header's name, or the key/value's (dotted) key
+	start, end int      // byte span: line start to the end of its line (newline included)
 }
 
-func tomlLines(b []byte) []tomlLine {
-	var out []tomlLine
-	inMulti := "" // the delimiter of an open multi-line string
-	for start := 0; start < len(b); {
-		end := bytes.IndexByte(b[start:], '\n')
-		if end < 0 {
-			end = len(b)
-		} else {
-			end += start + 1
-		}
-		raw := string(b[start:end])
-		t := strings.TrimSpace(raw)
-		l := tomlLine{start: start, end: end}
-		if inMulti != "" {
-			l.content = true
-			if strings.Count(t, inMulti)%2 == 1 {
-				inMulti = ""
+// tomlExprs parses doc and returns its top-level expressions in order.
+func tomlExprs(doc []byte) ([]tomlExpr, error) {
+	var p unstable.Parser
+	p.Reset(doc)
+	var out []tomlExpr
+	for p.NextExpression() {
+		n := p.Expression()
+		e := tomlExpr{kind: n.Kind}
+		first := -1
+		last := 0
+		it := n.Key()
+		for it.Next() {
+			k := it.Node()
+			e.key = append(e.key, string(k.Data))
+			if first < 0 {
+				first = int(k.Raw.Offset)
 			}
-		} else {
-			switch {
-			case strings.HasPrefix(t, "["):
-				l.header = normalizeHeader(t)
-			case t != "" && !strings.HasPrefix(t, "#"):
-				l.content = true
-				for _, d := range []string{`"""`, "'''"} {
-					if strings.Count(t, d)%2 == 1 {
-						inMulti = d
-					}
-				}
-			}
+			last = int(k.Raw.Offset + k.Raw.Length)
 		}
-		out = append(out, l)
-		start = end
+		if n.Kind == unstable.KeyValue {
+			first = int(n.Raw.Offset)
+			last = int(n.Raw.Offset + n.Raw.Length)
+		}
+		if first < 0 {
+			continue
+		}
+		e.start = bytes.LastIndexByte(doc[:first], '\n') + 1
+		if nl := bytes.IndexByte(doc[last:], '\n'); nl >= 0 {
+			e.end = last + nl + 1
+		} else {
+			e.end = len(doc)
+		}
+		out = append(out, e)
 	}
-	return out
-}
-
-// normalizeHeader turns `[ mcp_servers . "relay" ] # x` into mcp_servers.relay;
-// array tables keep their double brackets.
-func normalizeHeader(t string) string {
-	array := strings.HasPrefix(t, "[[")
-	end := strings.Index(t, "]")
-	if end < 0 {
-		return t
+	if err := p.Error(); err != nil {
+		return nil, err
 	}
-	inner := strings.TrimPrefix(t[:end], "[")
-	inner = strings.TrimPrefix(inner, "[")
-	var parts []string
-	for _, p := range strings.Split(inner, ".") {
-		p = strings.TrimSpace(p)
-		p = strings.Trim(p, `"'`)
-		parts = append(parts, p)
-	}
-	name := strings.Join(parts, ".")
-	if array {
-		return "[[" + name
-	}
-	return name
+	return out, nil
 }
 
 // tableSpans returns the byte spans of the table and its subtables: from the
-// header to its last key line (trailing blank and comment lines belong to
-// whatever follows).
-func tableSpans(b []byte, table string) [][2]int {
-	lines := tomlLines(b)
+// header to the end of its last key line (trailing blank and comment lines
+// belong to whatever follows). Adjacent spans are joined.
+func tableSpans(doc []byte, table []string) ([][2]int, error) {
+	exprs, err := tomlExprs(doc)
+	if err != nil {
+		return nil, err
+	}
 	var spans [][2]int
-	for i := 0; i < len(lines); i++ {
-		h := lines[i].header
-		if h != table && !strings.HasPrefix(h, table+".") {
+	for i := 0; i < len(exprs); i++ {
+		e := exprs[i]
+		if e.kind != unstable.Table && e.kind != unstable.ArrayTable || len(e.key) < len(table) || !slices.Equal(e.key[:len(table)], table) {
 			continue
 		}
-		start, end := lines[i].start, lines[i].end
+		start, end := e.start, e.end
 		j := i + 1
-		for ; j < len(lines) && lines[j].header == ""; j++ {
-			if lines[j].content {
-				end = lines[j].end
-			}
+		for ; j < len(exprs) && exprs[j].kind == unstable.KeyValue; j++ {
+			end = exprs[j].end
 		}
-		if n := len(spans); n > 0 && len(bytes.TrimSpace(b[spans[n-1][1]:start])) == 0 {
+		if n := len(spans); n > 0 && len(bytes.TrimSpace(doc[spans[n-1][1]:start])) == 0 {
 			spans[n-1][1] = end // a subtable right after its table: one span
 		} else {
 			spans = append(spans, [2]int{start, end})
 		}
 		i = j - 1
 	}
-	return spans
+	return spans, nil
 }
 
 func decodeTOML(b []byte) (map[string]any, error) {
-	var v map[string]any
-	if _, err := toml.Decode(string(b), &v); err != nil {
+	v := map[string]any{}
+	if err := toml.Unmarshal(b, &v); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -127,6 +116,39 @@ func tomlTable(v map[string]any, path ...string) (map[string]any, bool) {
 	return cur, true
 }
 
+// withoutTable returns a deep-enough copy of v with the table at path
+// removed, and a parent left empty by that removal removed too.
+func withoutTable(v map[string]any, path []string) map[string]any {
+	out := make(map[string]any, len(v))
+	for k, x := range v {
+		out[k] = x
+	}
+	if len(path) == 0 {
+		return out
+	}
+	if len(path) == 1 {
+		delete(out, path[0])
+		return out
+	}
+	sub, ok := out[path[0]].(map[string]any)
+	if !ok {
+		return out
+	}
+	rest := withoutTable(sub, path[1:])
+	if len(rest) == 0 {
+		delete(out, path[0])
+	} else {
+		out[path[0]] = rest
+	}
+	return out
+}
+
+// sameExceptTable reports whether a and b hold the same values once the table
+// at path is left out of both: the edit touched nothing else.
+func sameExceptTable(a, b map[string]any, path []string) bool {
+	return reflect.DeepEqual(withoutTable(a, path), withoutTable(b, path))
+}
+
 // SetTOMLTable writes block (a [table] and its subtables, newline-terminated)
 // in place of table's existing lines, or at the end of the file.
 func SetTOMLTable(doc []byte, table, block string) ([]byte, error) {
@@ -134,10 +156,16 @@ func SetTOMLTable(doc []byte, table, block string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not valid TOML: %w", err)
 	}
-	spans := tableSpans(doc, table)
 	path := strings.Split(table, ".")
+	spans, err := tableSpans(doc, path)
+	if err != nil {
+		return nil, fmt.Errorf("not valid TOML: %w", err)
+	}
 	if _, defined := tomlTable(parsed, path...); defined && len(spans) == 0 {
 		return nil, fmt.Errorf("%s is defined inline or with dotted keys; relay edits only a [%s] table", table, table)
+	}
+	if _, isTable := tomlTable(parsed, path...); !isTable && lookup(parsed, path) {
+		return nil, fmt.Errorf("%s is not a table; fix it by hand", table)
 	}
 	var out []byte
 	if len(spans) == 0 {
@@ -160,16 +188,43 @@ func SetTOMLTable(doc []byte, table, block string) ([]byte, error) {
 		}
 		out = append(out, doc[prev:]...)
 	}
-	if _, err := decodeTOML(out); err != nil {
+	after, err := decodeTOML(out)
+	if err != nil {
 		return nil, fmt.Errorf("the edit would make the file invalid TOML (%v); fix the file by hand", err)
 	}
+	if !sameExceptTable(parsed, after, path) {
+		return nil, errors.New("the edit would change more than relay's table; fix the file by hand")
+	}
 	return out, nil
+}
+
+// lookup reports whether path names any value in v.
+func lookup(v map[string]any, path []string) bool {
+	cur := any(v)
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		if cur, ok = m[p]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // DeleteTOMLTable removes table and its subtables, and the blank line
 // SetTOMLTable put before it at the end of a file.
 func DeleteTOMLTable(doc []byte, table string) ([]byte, bool, error) {
-	spans := tableSpans(doc, table)
+	parsed, err := decodeTOML(doc)
+	if err != nil {
+		return nil, false, fmt.Errorf("not valid TOML: %w", err)
+	}
+	path := strings.Split(table, ".")
+	spans, err := tableSpans(doc, path)
+	if err != nil {
+		return nil, false, fmt.Errorf("not valid TOML: %w", err)
+	}
 	if len(spans) == 0 {
 		return doc, false, nil
 	}
@@ -186,8 +241,12 @@ func DeleteTOMLTable(doc []byte, table string) ([]byte, bool, error) {
 		prev = sp[1]
 	}
 	out = append(out, doc[prev:]...)
-	if _, err := decodeTOML(out); err != nil {
+	after, err := decodeTOML(out)
+	if err != nil {
 		return nil, false, fmt.Errorf("removing [%s] would leave invalid TOML (%v); fix the file by hand", table, err)
+	}
+	if lookup(after, path) || !sameExceptTable(parsed, after, path) {
+		return nil, false, fmt.Errorf("removing [%s] would change more than relay's table; fix the file by hand", table)
 	}
 	return out, true, nil
 }
