@@ -27,14 +27,21 @@ type ExportOptions struct {
 func newCmdExport(f *Factory) *cobra.Command {
 	opts := &ExportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
-		Use:   "export <thread> --out bundle.zip",
+		Use:   "export [<thread>] --out bundle.zip",
 		Short: "Export a thread (state history, artifacts, events) as a zip bundle",
-		Args:  cobra.ExactArgs(1),
+		Long: `Export a thread (state history, artifacts, events) as a zip bundle that relay import reads.
+The thread is the argument, else --thread, $RELAY_THREAD, then the project's thread.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Thread = args[0]
+			id, err := threadOrArg(f, args, opts.Thread)
+			if err != nil {
+				return err
+			}
+			opts.Thread = id
 			return exportRun(cmd.Context(), opts)
 		},
 	}
+	threadFlag(cmd, f, &opts.Thread)
 	cmd.Flags().StringVarP(&opts.Out, "out", "o", "", "zip file to write (default relay-<thread>.zip)")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite an existing file")
 	return cmd

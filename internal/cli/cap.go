@@ -80,23 +80,38 @@ type CapInvokeOptions struct {
 	Thread     string
 	Args       string // JSON, @file or - for stdin
 	NoCache    bool
-	Output     string
+	JSON       bool
 }
+
+// capArgsExample is a whole `relay cap invoke` command line, the Try of malformed arguments.
+const capArgsExample = `relay cap invoke retrieval.search --args '{"query":"hello"}'`
 
 func newCmdCapInvoke(f *Factory) *cobra.Command {
 	opts := &CapInvokeOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
+	var output string
+	var jsonOut *jsonFlag
 	cmd := &cobra.Command{
-		Use:   "invoke <capability> --thread <id> --json '{…}'",
+		Use:   "invoke <capability> [--args '{…}']",
 		Short: "Invoke a capability; prints the artifact_ref and a small preview",
-		Long: `Invoke a capability in a thread. Arguments are validated against the capability's
-JSON Schema (see relay cap list --json). The full result is stored as an artifact; only its
-ref and a bounded preview are printed. Repeated calls with the same arguments in the same
-thread are served from the cache (cached: true) until the capability's TTL ends.`,
-		Example: `  relay cap invoke retrieval.search --thread $TID --json '{"query":"hello"}'
-  relay cap invoke retrieval.search --thread $TID --json '{"query":"\"exact phrase\" rel*","type":"markdown","limit":5}'
-  relay cap invoke http.fetch --thread $TID --json '{"url":"https://example.com/"}'`,
-		Args: cobra.ExactArgs(1),
+		Long: `Invoke a capability in a thread. Arguments (--args, a JSON object) are validated against
+the capability's JSON Schema (see relay cap list --json). The full result is stored as an
+artifact; only its ref and a bounded preview are printed (--json: the whole invoke result).
+Repeated calls with the same arguments in the same thread are served from the cache
+(cached: true) until the capability's TTL ends.`,
+		Example: `  relay cap invoke retrieval.search --thread $TID --args '{"query":"hello"}'
+  relay cap invoke retrieval.search --thread $TID --args '{"query":"\"exact phrase\" rel*","type":"markdown","limit":5}'
+  relay cap invoke http.fetch --thread $TID --args @request.json --json`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if in, rest, ok := jsonOut.oldInput(f.IO.ErrOut, args, looksLikeJSONInput, "--args"); ok {
+				if cmd.Flags().Changed("args") {
+					return Usagef("give the arguments with --args, not also with --json")
+				}
+				opts.Args, args = in, rest
+			}
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return argsError(cmd, err)
+			}
 			opts.Capability = args[0]
 			if opts.Thread == "" {
 				id, err := threadArg(f, "")
@@ -105,26 +120,37 @@ thread are served from the cache (cached: true) until the capability's TTL ends.
 				}
 				opts.Thread = id
 			}
-			if opts.Output != "text" && opts.Output != "json" {
-				return Usagef("--output must be text or json, got %q", opts.Output)
+			switch output {
+			case "", "text":
+			case "json":
+				fmt.Fprintln(f.IO.ErrOut, "note: --output json is the old spelling of --json; it works until the next release")
+				jsonOut.Out = true
+			default:
+				return Usagef("--output must be text or json, got %q (or use --json)", output)
 			}
+			opts.JSON = jsonOut.Out
 			return capInvokeRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Thread, "thread", "t", "", "thread id, id prefix or name (default $RELAY_THREAD)")
-	cmd.Flags().StringVar(&opts.Args, "json", "{}", "arguments as JSON, @file to read a file, - to read stdin")
+	threadFlag(cmd, f, &opts.Thread)
+	cmd.Flags().StringVar(&opts.Args, "args", "{}", "arguments as a JSON object, @file to read a file, - to read stdin")
 	cmd.Flags().BoolVar(&opts.NoCache, "no-cache", false, "run even if a cached result exists")
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "text or json (the whole invoke result)")
+	jsonOut = addJSONFlag(cmd, "print the whole invoke result as JSON")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "text or json (old spelling of --json)")
+	_ = cmd.Flags().MarkHidden("output")
 	return cmd
 }
 
 func readArgs(in io.Reader, s string) (json.RawMessage, error) {
 	var b []byte
 	var err error
+	from := "--args"
 	switch {
 	case s == "-":
+		from = "the arguments on stdin"
 		b, err = io.ReadAll(io.LimitReader(in, 1<<20))
 	case strings.HasPrefix(s, "@"):
+		from = s[1:]
 		b, err = os.ReadFile(s[1:])
 	default:
 		b = []byte(s)
@@ -132,8 +158,12 @@ func readArgs(in io.Reader, s string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read arguments: %w", err)
 	}
-	if !json.Valid(b) {
-		return nil, UsageError(WithHint(errors.New("--json is not valid JSON"), `relay cap invoke retrieval.search --thread <id> --json '{"query":"hello"}'`))
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, jsonInputError(from, b, err, capArgsExample)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, WithHint(Usagef("%s must be a JSON object of named arguments, like {\"query\":\"hello\"}", from), capArgsExample)
 	}
 	return b, nil
 }
@@ -156,7 +186,16 @@ func capInvokeRun(ctx context.Context, opts *CapInvokeOptions) error {
 		var ae *client.APIError
 		if errors.As(err, &ae) {
 			switch ae.Code {
-			case "invalid_args", "unknown_capability":
+			case "unknown_capability":
+				if len(ae.DidYouMean) > 0 {
+					tries := make([]string, len(ae.DidYouMean))
+					for i, n := range ae.DidYouMean {
+						tries[i] = "relay cap invoke " + n + " …"
+					}
+					return WithHint(err, strings.Join(tries, ", or "))
+				}
+				return WithHint(err, "relay cap list")
+			case "invalid_args":
 				return WithHint(err, "relay cap list --json")
 			case "blocked_address":
 				return WithHint(err, "set RELAY_FETCH_ALLOW=<cidr> in the daemon's environment (relay down; RELAY_FETCH_ALLOW=… relay up)")
@@ -164,7 +203,7 @@ func capInvokeRun(ctx context.Context, opts *CapInvokeOptions) error {
 		}
 		return apiErr(err, tid)
 	}
-	if opts.Output == "json" {
+	if opts.JSON {
 		return writeJSON(opts.IO.Out, out)
 	}
 	var compact bytes.Buffer

@@ -60,7 +60,7 @@ func apiErr(err error, threadID string) error {
 	case errors.As(err, &ae):
 		switch {
 		case ae.Status == 401:
-			return WithHint(err, "set the token from $RELAY_HOME/config.json (or RELAY_TOKEN)")
+			return WithHint(err, tokenHint(ae.TokenFrom))
 		case ae.Code == "version_conflict" && threadID != "":
 			return WithHint(err, "relay state get --thread "+threadID)
 		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
@@ -72,6 +72,17 @@ func apiErr(err error, threadID string) error {
 		}
 	}
 	return err
+}
+
+// tokenHint is the next step after the daemon refused a token, naming where it came from.
+func tokenHint(from string) string {
+	switch from {
+	case "RELAY_TOKEN":
+		return "RELAY_TOKEN holds a token this daemon refuses: unset it to use the one in relay's config.json, or set the daemon's"
+	case "":
+		return "give the daemon's API token (the \"token\" in the config.json of its RELAY_HOME) as RELAY_TOKEN"
+	}
+	return "the token in " + from + " is not this daemon's; restart the daemon of that RELAY_HOME (relay down; relay up), or set RELAY_TOKEN to its token"
 }
 
 // UpOptions are the inputs of `relay up`.

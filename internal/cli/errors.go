@@ -8,7 +8,11 @@ import (
 	"strings"
 )
 
-// Exit codes relay documents: 0 success, 1 failure, 2 bad usage, 130 interrupted.
+// ExitCodesDoc is the one sentence that documents relay's exit codes: `relay --help` ends with
+// it and the README quotes it (a test keeps them equal).
+const ExitCodesDoc = "Exit codes: 0 success, 1 failure, 2 bad usage, 3 the daemon is not running (relay status), 130 interrupted."
+
+// Exit codes relay documents (ExitCodesDoc); exitNotRunning is in daemon.go.
 const (
 	exitOK        = 0
 	exitError     = 1

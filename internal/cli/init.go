@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,14 +49,14 @@ Then it prints the system prompt to give your LLM. ` + "`relay --init`" + ` is t
 		Aliases: []string{"i"},
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return initRun(opts)
+			return initRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite an existing relaycode.config.json")
 	return cmd
 }
 
-func initRun(opts *InitOptions) error {
+func initRun(ctx context.Context, opts *InitOptions) error {
 	dir, err := opts.WorkDir()
 	if err != nil {
 		return err
@@ -140,6 +141,14 @@ func initRun(opts *InitOptions) error {
 	}
 	if created {
 		fmt.Fprintf(e, "Created the relay store %s with a new API token.\n", home)
+	}
+	// Applying works anywhere, but relay git commit and autoGitBranch fail later without a
+	// repository: say so now, while the user is setting up.
+	switch err := txn.CheckGitRepo(ctx, dir); {
+	case errors.Is(err, txn.ErrNoGitRepo):
+		fmt.Fprintf(e, "Warning: %s is not in a git repository: relay applies answers here, but relay git commit (and git.autoGitBranch) need one; run git init to have them.\n", dir)
+	case err != nil:
+		fmt.Fprintf(e, "Warning: cannot run git (%v): relay git commit and the diffs of relay ask --include-diff need it; relay doctor says how to install it.\n", err)
 	}
 	fmt.Fprintln(e)
 	system, err := prompt.System(projectID, cfg.Watcher.PreferredStrategy, detectLanguage(dir))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/mcp/hosts"
+	"github.com/relaydev/relay/internal/suggest"
 )
 
 // InstallOptions are the inputs of `relay install` and `relay uninstall`.
@@ -23,6 +24,21 @@ type InstallOptions struct {
 	DryRun  bool
 	Command string
 	Remove  bool
+	// All is `relay install all`: the hosts installed on this machine (named ones are
+	// written whether or not their host is installed).
+	All bool
+}
+
+// unknownHost is the usage error for a host relay does not know, with the closest names.
+func unknownHost(verb, name string) error {
+	if s := suggest.Closest(name, append(append([]string{}, hosts.Names...), "all")); len(s) > 0 {
+		tries := make([]string, len(s))
+		for i, h := range s {
+			tries[i] = "relay " + verb + " " + h
+		}
+		return WithHint(Usagef("unknown host %q; did you mean %s?", name, strings.Join(quoteAll(s), " or ")), strings.Join(tries, ", or "))
+	}
+	return WithHint(Usagef("unknown host %q; relay knows %s", name, strings.Join(hosts.Names, ", ")), "relay "+verb+" claude|codex|gemini|qwen|all")
 }
 
 func newCmdInstall(f *Factory, remove bool) *cobra.Command {
@@ -35,6 +51,10 @@ func newCmdInstall(f *Factory, remove bool) *cobra.Command {
   codex    user: ~/.codex/config.toml [mcp_servers.relay] ($CODEX_HOME)   project: .codex/config.toml
   gemini   user: ~/.gemini/settings.json mcpServers.relay   project: .gemini/settings.json
   qwen     user: ~/.qwen/settings.json mcpServers.relay     project: .qwen/settings.json
+
+"all" means the hosts installed here (their command on PATH, or their settings directory);
+the others are named and skipped. A host named on its own is written even when it is not
+installed yet, with a note saying so.
 
 Only relay's entry is written; every other byte of those files stays as it was. Running it
 again changes nothing. --dry-run prints the change as a unified diff and writes nothing.
@@ -57,11 +77,12 @@ wrote) from each host's configuration. Everything else in those files stays byte
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
 				if a == "all" {
+					opts.All = true
 					opts.Hosts = append(opts.Hosts, hosts.Names...)
 					continue
 				}
 				if !contains(hosts.Names, a) {
-					return WithHint(Usagef("unknown host %q", a), "relay "+verb+" claude|codex|gemini|qwen|all")
+					return unknownHost(verb, a)
 				}
 				opts.Hosts = append(opts.Hosts, a)
 			}
@@ -156,7 +177,11 @@ func installRun(opts *InstallOptions) error {
 			return err
 		}
 	}
-	for _, host := range opts.Hosts {
+	targets, err := installTargets(opts, env)
+	if err != nil {
+		return err
+	}
+	for _, host := range targets {
 		// A host may rewrite its file while relay edits it: relay reads it
 		// again and redoes its edit (a few times, then gives up).
 		for attempt := 1; ; attempt++ {
@@ -230,6 +255,38 @@ func installHost(opts *InstallOptions, host string, scope hosts.Scope, env hosts
 		}
 	}
 	return nil
+}
+
+// installTargets picks the hosts to change and says which are not installed here: `install
+// all` leaves those out, a host named on its own is written anyway (it finds relay once
+// installed). Uninstall removes relay wherever it is registered.
+func installTargets(opts *InstallOptions, env hosts.Env) ([]string, error) {
+	if opts.Remove {
+		return opts.Hosts, nil
+	}
+	var targets, missing []string
+	for _, host := range opts.Hosts {
+		d := hosts.Detect(host, env)
+		switch {
+		case d.Installed:
+			targets = append(targets, host)
+		case opts.All:
+			missing = append(missing, host)
+			fmt.Fprintf(opts.IO.ErrOut, "%s: not installed here (%s); skipped (relay install %s writes its config anyway)\n", host, d.Evidence, host)
+		default:
+			targets = append(targets, host)
+			would := "writing"
+			if opts.DryRun {
+				would = "this would write"
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "%s: not installed here (%s); %s its config for when it is\n", host, d.Evidence, would)
+		}
+	}
+	if len(targets) == 0 {
+		return nil, WithHint(fmt.Errorf("none of %s is installed here, so relay install all changes nothing", strings.Join(missing, ", ")),
+			"install one (see relay doctor), or name it to write its config anyway: relay install claude")
+	}
+	return targets, nil
 }
 
 func allSkipped(cs []hosts.Change) bool {

@@ -98,7 +98,7 @@ func openRun(ctx context.Context, opts *OpenOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Could not open a browser (%s); open this URL yourself:\n", why)
 	}
 	if c.Token != "" && !opened {
-		fmt.Fprintln(opts.IO.ErrOut, "The UI asks once for the API token: the \"token\" in $RELAY_HOME/config.json.")
+		fmt.Fprintf(opts.IO.ErrOut, "The UI asks once for the API token: the \"token\" in %s.\n", c.TokenFrom)
 	}
 	if !opened || !opts.IO.IsStdoutTTY() {
 		fmt.Fprintln(opts.IO.Out, target)

@@ -70,7 +70,9 @@ not apply (every failing block is listed with its closest match), 2 bad usage.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Strategy, "strategy", "s", "", "patch format (default: inferred from the patch)")
-	cmd.Flags().Float64Var(&opts.Fuzz, "fuzz", patch.DefaultFuzzyThreshold, "minimum line similarity for a fuzzy match, 0-1 (default: patch.fuzzyThreshold from the project config, else 0.9)")
+	// Registered with a zero default: the real default comes from the project config, and
+	// the usage text says so once (pflag would add its own "(default 0.9)").
+	cmd.Flags().Float64Var(&opts.Fuzz, "fuzz", 0, fmt.Sprintf("minimum line similarity for a fuzzy match, 0-1 (default: patch.fuzzyThreshold from the project config, else %g)", patch.DefaultFuzzyThreshold))
 	cmd.Flags().BoolVarP(&opts.Write, "write", "w", false, "write the result to FILE instead of printing it")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print {ok, strategy, blocks, error} as JSON")
 	return cmd

@@ -23,21 +23,34 @@ type ReportOptions struct {
 
 func newCmdReport(f *Factory) *cobra.Command {
 	opts := &ReportOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
+	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "report <thread> [--format md|json]",
+		Use:   "report [<thread>] [--format md|json]",
 		Short: "What happened in a thread: state, artifacts, timeline, capability calls, token savings",
 		Long: `Print a report of a thread: state summary and header, artifacts, the events timeline,
 capability calls with cache hits, and token savings. The report is also stored in the thread
 as an artifact (its ref goes to stderr) unless --no-store is given.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Thread = args[0]
+			id, err := threadOrArg(f, args, opts.Thread)
+			if err != nil {
+				return err
+			}
+			opts.Thread = id
+			if jsonOut {
+				if cmd.Flags().Changed("format") && opts.Format != "json" {
+					return Usagef("--json and --format %s ask for two outputs; give one", opts.Format)
+				}
+				opts.Format = "json"
+			}
 			if opts.Format != "md" && opts.Format != "json" {
 				return Usagef("--format must be md or json, got %q", opts.Format)
 			}
 			return reportRun(cmd.Context(), opts)
 		},
 	}
+	threadFlag(cmd, f, &opts.Thread)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (same as --format json)")
 	cmd.Flags().StringVar(&opts.Format, "format", "md", "md or json")
 	cmd.Flags().BoolVar(&opts.NoStore, "no-store", false, "do not store the report as an artifact")
 	return cmd

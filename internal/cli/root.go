@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -69,7 +70,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
   ask     one coding agent asks another agent CLI for a second opinion
           (relay ask, relay backends)
   memory  a local daemon where agents keep state and artifacts and pass references
-          (relay up, relay thread, relay state, relay artifact)`,
+          (relay up, relay thread, relay state, relay artifact)
+
+` + ExitCodesDoc,
 		Version:       f.Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -84,7 +87,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if initFlag {
-				return initRun(&InitOptions{IO: f.IO, WorkDir: f.WorkDir, Home: f.Home, Force: forceFlag})
+				return initRun(cmd.Context(), &InitOptions{IO: f.IO, WorkDir: f.WorkDir, Home: f.Home, Force: forceFlag})
 			}
 			return cmd.Help()
 		},
@@ -118,8 +121,32 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	groupCommands(root)
 	root.SetFlagErrorFunc(flagError)
 	root.SetHelpCommand(newHelpCmd(root))
+	// cobra adds its completion command only when it executes, after the wrapping below;
+	// added now, an unknown shell is an error like any unknown command.
+	root.InitDefaultCompletionCmd()
 	wrapArgsAsUsage(root)
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = completionArgs
+		}
+	}
 	return root
+}
+
+// completionArgs refuses a shell relay writes no completions for (cobra's own completion
+// command printed its help and exited 0).
+func completionArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var shells []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			shells = append(shells, c.Name())
+		}
+	}
+	return WithHint(Usagef("relay completion has no shell %q; it writes completions for %s", args[0], strings.Join(shells, ", ")),
+		"relay completion bash --help   (how to load them)")
 }
 
 // noRecovery reports whether cmd must run without crash recovery: shell

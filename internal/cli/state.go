@@ -30,6 +30,19 @@ func threadArg(f *Factory, id string) (string, error) {
 	return id, nil
 }
 
+// threadOrArg is the thread of a command that also takes it as an optional argument (stats,
+// report, export, show, tail): the argument, else the same fallback as every memory command
+// (--thread, $RELAY_THREAD, the project's thread).
+func threadOrArg(f *Factory, args []string, flag string) (string, error) {
+	if len(args) > 0 {
+		if flag != "" && flag != args[0] {
+			return "", Usagef("two threads given (%q and --thread %q); give one", args[0], flag)
+		}
+		return args[0], nil
+	}
+	return threadArg(f, flag)
+}
+
 func newCmdState(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
@@ -85,7 +98,11 @@ func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
 			return apiErr(err, id)
 		}
 		if d.Delta == nil {
-			fmt.Fprintf(opts.F.IO.ErrOut, "note: full header (v%d); what changed since v%d would not be smaller\n", d.Version, since)
+			if since > d.Version {
+				fmt.Fprintf(opts.F.IO.ErrOut, "note: v%d is newer than the thread (v%d), so nothing is known of it: this is the full header at v%d (is %s the thread you meant?)\n", since, d.Version, d.Version, id)
+			} else {
+				fmt.Fprintf(opts.F.IO.ErrOut, "note: full header (v%d); what changed since v%d would not be smaller\n", d.Version, since)
+			}
 			return printDoc(opts.F.IO.Out, d.Full, opts.JSON)
 		}
 		return printDoc(opts.F.IO.Out, d.Delta, opts.JSON)
@@ -177,36 +194,63 @@ func stateGetRun(ctx context.Context, opts *StateGetOptions) error {
 type StatePatchOptions struct {
 	F        *Factory
 	ThreadID string
-	Patch    string // --json
+	Patch    string // --patch
 	File     string
 	Expected int // version the patch was made against; 0 = the latest
 	Author   string
-	Format   string
+	JSON     bool
 }
+
+// patchExample is a whole `relay state patch` command line, the Try of a malformed patch.
+const patchExample = `relay state patch --patch '[{"op":"add","path":"/facts/-","value":{"id":"f1","key":"k","value":"v"}}]'`
 
 func newCmdStatePatch(f *Factory) *cobra.Command {
 	opts := &StatePatchOptions{F: f}
+	var format string
+	var jsonOut *jsonFlag
 	cmd := &cobra.Command{
 		Use:   "patch",
 		Short: "Apply an RFC 6902 JSON Patch to the state (all operations or none)",
-		Long: `Apply a JSON Patch to a thread's state, atomically, making version N+1.
+		Long: `Apply a JSON Patch (an array of operations) to a thread's state, atomically, making
+version N+1. Give it with --patch '[…]' or --file FILE (- for stdin); --json prints the result
+as JSON.
 
 The patch states the version it was made against: --base N, else the latest version
 (read just before sending). If the state moved on in between, the daemon refuses the
 patch (409) and nothing changes: re-read the state and retry.`,
-		Example: `  relay state patch --thread $TID --json '[{"op":"add","path":"/facts/-","value":{"id":"f1","key":"phase","value":"done"}}]'
-  relay state patch --thread $TID --file patch.json --base 7`,
-		Args: cobra.NoArgs,
+		Example: `  relay state patch --thread $TID --patch '[{"op":"add","path":"/facts/-","value":{"id":"f1","key":"phase","value":"done"}}]'
+  relay state patch --thread $TID --file patch.json --base 7 --json`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if in, rest, ok := jsonOut.oldInput(f.IO.ErrOut, args, looksLikeJSONInput, "--patch"); ok {
+				if opts.Patch != "" {
+					return Usagef("give the patch with --patch or --file, not both")
+				}
+				opts.Patch, args = in, rest
+			}
+			if len(args) > 0 {
+				return argsError(cmd, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
+			}
+			switch format {
+			case "", "text":
+			case "json":
+				fmt.Fprintln(f.IO.ErrOut, "note: --format json is the old spelling of --json; it works until the next release")
+				jsonOut.Out = true
+			default:
+				return Usagef("--format must be text or json (or use --json)")
+			}
+			opts.JSON = jsonOut.Out
 			return statePatchRun(cmd.Context(), opts)
 		},
 	}
 	threadFlag(cmd, f, &opts.ThreadID)
-	cmd.Flags().StringVar(&opts.Patch, "json", "", "the patch, as a JSON array")
+	cmd.Flags().StringVar(&opts.Patch, "patch", "", "the patch: a JSON array of operations")
 	cmd.Flags().StringVar(&opts.File, "file", "", "read the patch from a file (- for stdin)")
 	cmd.Flags().IntVar(&opts.Expected, "base", 0, "the version the patch was made against (default: latest)")
 	cmd.Flags().StringVar(&opts.Author, "author", "", "who makes the change (recorded in the version history)")
-	cmd.Flags().StringVar(&opts.Format, "format", "text", "output: text or json")
+	jsonOut = addJSONFlag(cmd, "print the result {thread_id, version, state_ref, event_id} as JSON")
+	cmd.Flags().StringVar(&format, "format", "", "text or json (old spelling of --json)")
+	_ = cmd.Flags().MarkHidden("format")
 	return cmd
 }
 
@@ -215,25 +259,28 @@ func statePatchRun(ctx context.Context, opts *StatePatchOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Format != "text" && opts.Format != "json" {
-		return Usagef("--format must be text or json")
-	}
 	var patch []byte
+	from := "--patch"
 	switch {
 	case opts.Patch != "" && opts.File != "":
-		return Usagef("give the patch with --json or --file, not both")
+		return Usagef("give the patch with --patch or --file, not both")
 	case opts.Patch != "":
 		patch = []byte(opts.Patch)
 	case opts.File == "-":
+		from = "the patch on stdin"
 		if patch, err = io.ReadAll(opts.F.IO.In); err != nil {
 			return fmt.Errorf("read the patch from stdin: %w", err)
 		}
 	case opts.File != "":
+		from = opts.File
 		if patch, err = os.ReadFile(opts.File); err != nil {
 			return fmt.Errorf("read the patch: %w", err)
 		}
 	default:
-		return WithHint(Usagef("no patch given"), `relay state patch --thread ID --json '[{"op":"add","path":"/facts/-","value":{"id":"f1","key":"k","value":"v"}}]'`)
+		return WithHint(Usagef("no patch given"), patchExample)
+	}
+	if err := checkPatchShape(from, patch); err != nil {
+		return err
 	}
 	if opts.Expected < 0 {
 		return Usagef("--base must be a positive version number")
@@ -254,8 +301,32 @@ func statePatchRun(ctx context.Context, opts *StatePatchOptions) error {
 	if err != nil {
 		return apiErr(err, id)
 	}
-	if opts.Format == "json" {
+	if opts.JSON {
 		return writeJSON(opts.F.IO.Out, res)
 	}
 	return printKV(opts.F, "state_ref", res.StateRef)
+}
+
+// checkPatchShape refuses, as bad usage, a patch that is not JSON or not an array of
+// operations, before anything is sent: the daemon's words for it are about its HTTP body.
+func checkPatchShape(from string, b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return jsonInputError(from, b, err, patchExample)
+	}
+	switch x := v.(type) {
+	case []any:
+		for i, op := range x {
+			if _, ok := op.(map[string]any); !ok {
+				return WithHint(Usagef("%s: operation %d is not an object like {\"op\":\"add\",\"path\":\"/facts/-\",\"value\":…}", from, i), patchExample)
+			}
+		}
+		return nil
+	case map[string]any:
+		if _, isOp := x["op"]; isOp {
+			return WithHint(Usagef("%s is one operation, but a patch must be an array of operations: wrap it in [ ]", from), patchExample)
+		}
+		return WithHint(Usagef("%s is an object, but a patch must be an array of operations ([{\"op\":…,\"path\":…}, …])", from), patchExample)
+	}
+	return WithHint(Usagef("%s must be an array of operations ([{\"op\":…,\"path\":…}, …])", from), patchExample)
 }

@@ -21,7 +21,7 @@ type StatsOptions struct {
 func newCmdStats(f *Factory) *cobra.Command {
 	opts := &StatsOptions{IO: f.IO, Client: func() (*client.Client, error) { return memoryClient(f) }}
 	cmd := &cobra.Command{
-		Use:   "stats <thread>",
+		Use:   "stats [<thread>]",
 		Short: "Token savings and cache hits of a thread",
 		Long: `Show how many tokens relay saved in a thread, by relay's one definition (the same
 figure as the header's m.saved, relay report and the web UI):
@@ -31,13 +31,20 @@ figure as the header's m.saved, relay report and the web UI):
   avoided naive - actual (negative when relay cost more than it saved)
 
 Counts use a real BPE tokenizer (o200k_base, shipped inside relay); the bytes/4 column is
-the rough estimate. "session cache hits" counts since the daemon started.`,
-		Args: cobra.ExactArgs(1),
+the rough estimate. "session cache hits" counts since the daemon started.
+
+The thread is the argument, else --thread, $RELAY_THREAD, then the project's thread.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Thread = args[0]
+			id, err := threadOrArg(f, args, opts.Thread)
+			if err != nil {
+				return err
+			}
+			opts.Thread = id
 			return statsRun(cmd.Context(), opts)
 		},
 	}
+	threadFlag(cmd, f, &opts.Thread)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the figures as JSON")
 	return cmd
 }

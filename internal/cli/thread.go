@@ -141,17 +141,18 @@ func newCmdShow(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [<thread_id>]",
 		Short: "Show a thread's summary and state header",
+		Long:  "Show a thread's summary and state header. The thread is the argument, else --thread,\n$RELAY_THREAD, then the project's thread.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.ThreadID = f.Getenv("RELAY_THREAD"); len(args) == 1 {
-				opts.ThreadID = args[0]
+			id, err := threadOrArg(f, args, opts.ThreadID)
+			if err != nil {
+				return err
 			}
-			if opts.ThreadID == "" {
-				return WithHint(Usagef("no thread given; pass a thread id, id prefix or name, or set RELAY_THREAD"), "relay runs")
-			}
+			opts.ThreadID = id
 			return showRun(cmd.Context(), opts)
 		},
 	}
+	threadFlag(cmd, f, &opts.ThreadID)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
 	return cmd
 }
@@ -208,18 +209,19 @@ func newCmdTail(f *Factory) *cobra.Command {
 		Use:   "tail [<thread_id>]",
 		Short: "Print a thread's events and follow new ones live (like tail -f)",
 		Long: `Print a thread's events, then follow new ones over Server-Sent Events until Ctrl-C.
-The connection resumes after the last event seen if it drops.`,
+The connection resumes after the last event seen if it drops. The thread is the argument,
+else --thread, $RELAY_THREAD, then the project's thread.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.ThreadID = f.Getenv("RELAY_THREAD"); len(args) == 1 {
-				opts.ThreadID = args[0]
+			id, err := threadOrArg(f, args, opts.ThreadID)
+			if err != nil {
+				return err
 			}
-			if opts.ThreadID == "" {
-				return WithHint(Usagef("no thread given; pass a thread id, id prefix or name, or set RELAY_THREAD"), "relay runs")
-			}
+			opts.ThreadID = id
 			return tailRun(cmd.Context(), opts)
 		},
 	}
+	threadFlag(cmd, f, &opts.ThreadID)
 	cmd.Flags().Int64Var(&opts.After, "after", 0, "start after this event id")
 	cmd.Flags().BoolVar(&opts.NoFollow, "no-follow", false, "print the stored events and exit")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line")

@@ -4,40 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/relaydev/relay/internal/suggest"
 )
 
 // Usage mistakes exit 2 and are worded by relay, with a Try line: cobra's and pflag's own
 // messages ("accepts 1 arg(s), received 2", "unknown flag: --x") are rewritten here.
 
-// suggestDistance is how far a typo may be from a command or flag name to be suggested
-// (what git and gh allow).
-const suggestDistance = 2
-
 // unknownCommand is the error for an unknown subcommand of cmd, with the closest commands
 // (followed by the rest of the arguments) as the Try line.
 func unknownCommand(cmd *cobra.Command, name string, rest ...string) error {
-	cmd.SuggestionsMinimumDistance = suggestDistance
+	cmd.SuggestionsMinimumDistance = suggest.MaxDistance
 	// Only the closest of cobra's candidates: "stauts" is status, not also state and stats.
-	var sugg []string
-	best := suggestDistance + 1
-	for _, s := range cmd.SuggestionsFor(name) {
-		d := levenshtein(strings.ToLower(name), s)
-		if strings.HasPrefix(s, strings.ToLower(name)) {
-			d = 0
-		}
-		switch {
-		case d < best:
-			sugg, best = []string{s}, d
-		case d == best && !slices.Contains(sugg, s):
-			sugg = append(sugg, s)
-		}
-	}
+	sugg := suggest.Closest(name, cmd.SuggestionsFor(name))
 	msg := fmt.Sprintf("unknown command %q for %s", name, cmd.CommandPath())
 	if len(sugg) == 0 {
 		return WithHint(Usagef("%s", msg), cmd.CommandPath()+" --help   (lists its commands)")
@@ -176,44 +160,18 @@ func valueKind(typ string) string {
 
 // closestFlag is the flag of cmd nearest to name (within suggestDistance), or "".
 func closestFlag(cmd *cobra.Command, name string) string {
-	best, bestD := "", suggestDistance+1
+	best, bestD := "", suggest.MaxDistance+1
 	visit := func(f *pflag.Flag) {
 		if f.Hidden {
 			return
 		}
-		if d := levenshtein(strings.ToLower(name), f.Name); d < bestD {
+		if d := suggest.Distance(strings.ToLower(name), f.Name); d < bestD {
 			best, bestD = f.Name, d
 		}
 	}
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
 	return best
-}
-
-// levenshtein is the edit distance with adjacent transpositions (optimal string alignment).
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1) // two letters swapped is one typo
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }
 
 // newHelpCmd replaces cobra's help command, which prints the root help and exits 0 for

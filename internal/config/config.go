@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/relaydev/relay/internal/suggest"
 )
 
 // FileNames are the project config files relay reads, in order of preference.
@@ -356,14 +358,14 @@ func unknownKey(file, key, section string) string {
 		full = section + "." + key
 	}
 	msg := fmt.Sprintf("%s: unknown key %q is ignored", file, full)
-	if s := suggest(full); s != "" {
+	if s := suggestKey(full); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return msg
 }
 
-// suggest returns the known key closest to key by edit distance, if close.
-func suggest(key string) string {
+// suggestKey returns the known key closest to key by edit distance, if close.
+func suggestKey(key string) string {
 	best, bestD := "", 4
 	candidates := []string{"projectId", "$schema"}
 	for _, f := range fields {
@@ -373,31 +375,11 @@ func suggest(key string) string {
 		}
 	}
 	for _, c := range candidates {
-		if d := levenshtein(strings.ToLower(key), strings.ToLower(c)); d < bestD {
+		if d := suggest.Distance(strings.ToLower(key), strings.ToLower(c)); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func contains(list []string, s string) bool {

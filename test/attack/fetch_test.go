@@ -50,7 +50,7 @@ func TestFetchInternalForms(t *testing.T) {
 	for _, u := range urls {
 		t.Run(u, func(t *testing.T) {
 			args, _ := json.Marshal(map[string]string{"url": u})
-			r := s.Run("", "cap", "invoke", "http.fetch", "--thread", tid, "--json", string(args), "--no-cache")
+			r := s.Run("", "cap", "invoke", "http.fetch", "--thread", tid, "--args", string(args), "--no-cache")
 			if r.Code == 0 {
 				t.Fatalf("fetched %s: %s", u, r)
 			}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -274,7 +275,8 @@ func Parse(text string) (*Response, error) {
 	for i := len(fences) - 1; i >= 0; i-- {
 		lang, h, _ := splitInfo(fences[i].info)
 		if l := strings.ToLower(lang); (l == "yaml" || l == "yml") && h == "" {
-			c, err := parseControl(strings.Join(fences[i].body, "\n"))
+			// The body starts on the line after the opening fence (open is 0-based).
+			c, err := parseControl(strings.Join(fences[i].body, "\n"), fences[i].open+2)
 			if err == nil {
 				resp.Control = c
 				ctrlFence = i
@@ -292,7 +294,7 @@ func Parse(text string) (*Response, error) {
 		}
 		for i := len(lines) - 1; i > lastEnd && i >= len(lines)-20; i-- {
 			if strings.HasPrefix(lines[i], "projectId:") {
-				c, err := parseControl(strings.Join(lines[i:], "\n"))
+				c, err := parseControl(strings.Join(lines[i:], "\n"), i+1)
 				if err == nil {
 					resp.Control = c
 					tailFrom = i
@@ -639,11 +641,12 @@ func splitDiffSections(lines []string) []diffSection {
 	return secs
 }
 
-// parseControl validates the control YAML.
-func parseControl(src string) (Control, error) {
+// parseControl validates the control YAML; first is the answer's line number (from 1) of
+// src's first line, so a YAML error names the line of the answer, not of the block.
+func parseControl(src string, first int) (Control, error) {
 	var raw map[string]any
 	if err := yaml.Unmarshal([]byte(src), &raw); err != nil {
-		return Control{}, fmt.Errorf("not valid YAML: %v", firstLine(err.Error()))
+		return Control{}, fmt.Errorf("not valid YAML: %s", answerLines(firstLine(err.Error()), first))
 	}
 	var c Control
 	str := func(k string) (string, bool) {
@@ -694,6 +697,23 @@ func parseControl(src string) (Control, error) {
 	}
 	c.PromptSummary, _ = str("promptSummary")
 	return c, nil
+}
+
+// yamlLine matches the line numbers in a YAML error ("yaml: line 2: …", "line 2: mapping
+// key … already defined at line 1").
+var yamlLine = regexp.MustCompile(`\bline (\d+)`)
+
+// answerLines rewrites a YAML error about a block starting at answer line first: its line
+// numbers count from the block's first line, the user reads the answer's.
+func answerLines(msg string, first int) string {
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, err := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		if err != nil {
+			return m
+		}
+		return "line " + strconv.Itoa(n+first-1)
+	})
 }
 
 func firstLine(s string) string {

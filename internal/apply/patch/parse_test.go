@@ -150,3 +150,30 @@ func TestUnfence(t *testing.T) {
 		t.Error("text before the fence must not unfence")
 	}
 }
+
+// TestControlYAMLErrorNamesAnswerLine: a YAML error in the control block names the line of
+// the answer the user reads, not the line inside the block.
+func TestControlYAMLErrorNamesAnswerLine(t *testing.T) {
+	const body = "```ts // a.ts\nconst a = 1;\n```\n"
+	for _, tt := range []struct {
+		name, answer, want string
+	}{
+		{"fenced", "Fix it.\n\n" + body + "\n```yaml\nprojectId: y\nuuid: 6f1c2e0a-8b7d-4c1e-9f2a-3b4c5d6e7f80\nchangeSummary: x: y\n```\n",
+			"invalid control block: not valid YAML: line 10: mapping values are not allowed in this context"},
+		{"duplicate key", body + "```yaml\nprojectId: y\nprojectId: z\n```\n",
+			"invalid control block: not valid YAML: unmarshal errors:"},
+		{"bare tail", body + "\nprojectId: y\nuuid: x: y\n",
+			"invalid control block: not valid YAML: line 6: mapping values are not allowed in this context"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.answer)
+			var np *NotPatchError
+			if !errors.As(err, &np) || !strings.HasPrefix(np.Reason, tt.want) {
+				t.Fatalf("Parse error = %v; want a NotPatchError starting %q", err, tt.want)
+			}
+		})
+	}
+	if got := answerLines("yaml: unmarshal errors:\n  line 2: mapping key \"x\" already defined at line 1", 7); got != "unmarshal errors:\n  line 8: mapping key \"x\" already defined at line 7" {
+		t.Errorf("answerLines = %q", got)
+	}
+}

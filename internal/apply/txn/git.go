@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/relaydev/relay/internal/run"
 )
 
 // Compiled on first use: every relay command pays for package init, few make a branch.
@@ -65,6 +67,21 @@ func (e *Engine) autoBranch(ctx context.Context, st *State) (string, error) {
 	return name, nil
 }
 
+// ErrNoGitRepo is a project directory outside any git work tree: relay applies there, but
+// relay git commit and autoGitBranch need a repository.
+var ErrNoGitRepo = errors.New("not in a git repository")
+
+// CheckGitRepo reports whether dir is inside a git work tree: nil when it is, ErrNoGitRepo
+// (wrapped with git's words) when it is not, another error when git cannot be run.
+func CheckGitRepo(ctx context.Context, dir string) error {
+	_, err := gitRunner(ctx, dir, nil, "rev-parse", "--git-dir")
+	var ee *run.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("%s is %w", dir, ErrNoGitRepo)
+	}
+	return err
+}
+
 // ErrNothingToCommit is GitCommit finding nothing staged (already committed, or reverted).
 var ErrNothingToCommit = errors.New("nothing to commit")
 
@@ -82,7 +99,7 @@ func GitCommit(ctx context.Context, projectDir string, st *State, opts CommitOpt
 	if msg == "" {
 		return "", fmt.Errorf("transaction %s has no gitCommitMsg; commit it yourself with git commit -m \"…\"", st.UUID)
 	}
-	if _, err := personGit(ctx, projectDir, nil, "rev-parse", "--git-dir"); err != nil {
+	if err := CheckGitRepo(ctx, projectDir); err != nil {
 		return "", fmt.Errorf("%s is not a git repository; run git init first: %w", projectDir, err)
 	}
 	if opts.All {

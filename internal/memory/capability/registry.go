@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/suggest"
 	"github.com/relaydev/relay/plugin"
 )
 
@@ -26,8 +28,19 @@ type NotFoundError struct {
 	Known []string
 }
 
+// Suggestions are the known names closest to the unknown one (a typo's "did you mean").
+func (e *NotFoundError) Suggestions() []string { return suggest.Closest(e.Name, e.Known) }
+
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("unknown capability %q (available: %s); run `relay cap list`", e.Name, strings.Join(e.Known, ", "))
+	mean := ""
+	if s := e.Suggestions(); len(s) > 0 {
+		q := make([]string, len(s))
+		for i, n := range s {
+			q[i] = strconv.Quote(n)
+		}
+		mean = "; did you mean " + strings.Join(q, " or ") + "?"
+	}
+	return fmt.Sprintf("unknown capability %q%s (available: %s); run `relay cap list`", e.Name, mean, strings.Join(e.Known, ", "))
 }
 
 // ResultError is a handler result that breaks the capability contract (HTTP 502).

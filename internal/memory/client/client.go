@@ -26,7 +26,10 @@ import (
 type Client struct {
 	BaseURL string
 	Token   string
-	HTTP    *http.Client
+	// TokenFrom says where Token came from, for messages: "RELAY_TOKEN" or the path of
+	// the config.json it was read from.
+	TokenFrom string
+	HTTP      *http.Client
 
 	offline error // set by FromHome when no daemon holds the store
 }
@@ -41,9 +44,9 @@ func FromHome(home string, getenv func(string) string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{Token: u.Token, HTTP: &http.Client{}}
+	c := &Client{Token: u.Token, TokenFrom: relayhome.UserFile(home), HTTP: &http.Client{}}
 	if t := getenv("RELAY_TOKEN"); t != "" {
-		c.Token = t
+		c.Token, c.TokenFrom = t, "RELAY_TOKEN"
 	}
 	switch info, err := relayhome.ReadInfo(home); {
 	case getenv("RELAY_URL") != "":
@@ -70,9 +73,11 @@ type APIError struct {
 	Status         int
 	Code           string
 	Message        string
-	CurrentVersion int    // version_conflict
-	Op             *int   // invalid_patch / test_failed
-	Path           string // invalid_patch / test_failed
+	CurrentVersion int      // version_conflict
+	Op             *int     // invalid_patch / test_failed
+	Path           string   // invalid_patch / test_failed
+	DidYouMean     []string // unknown_capability: the closest known names
+	TokenFrom      string   // unauthorized: where the refused token came from (Client.TokenFrom)
 	// RetryAfter is the daemon's Retry-After (503 unavailable: its store's database is
 	// restarting or unreachable), zero when it sent none.
 	RetryAfter time.Duration
@@ -171,7 +176,12 @@ func (c *Client) do(ctx context.Context, req Request) (*http.Response, error) {
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		return nil, decodeError(resp)
+		err := decodeError(resp)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+			ae.TokenFrom = c.TokenFrom
+		}
+		return nil, err
 	}
 	return resp, nil
 }
@@ -180,11 +190,12 @@ func decodeError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var body struct {
 		Error struct {
-			Code           string `json:"code"`
-			Message        string `json:"message"`
-			CurrentVersion int    `json:"current_version"`
-			Op             *int   `json:"op"`
-			Path           string `json:"path"`
+			Code           string   `json:"code"`
+			Message        string   `json:"message"`
+			CurrentVersion int      `json:"current_version"`
+			Op             *int     `json:"op"`
+			Path           string   `json:"path"`
+			DidYouMean     []string `json:"did_you_mean"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &body) != nil || body.Error.Code == "" {
@@ -192,7 +203,7 @@ func decodeError(resp *http.Response) error {
 			Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
 	}
 	e := body.Error
-	ae := &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message, CurrentVersion: e.CurrentVersion, Op: e.Op, Path: e.Path}
+	ae := &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message, CurrentVersion: e.CurrentVersion, Op: e.Op, Path: e.Path, DidYouMean: e.DidYouMean}
 	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 && n <= 3600 {
 		ae.RetryAfter = time.Duration(n) * time.Second
 	}

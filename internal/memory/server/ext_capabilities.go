@@ -189,7 +189,11 @@ func (x *capExt) capError(err error) error {
 	case errors.As(err, &ae):
 		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Msg: ae.Error(), Extra: map[string]any{"problems": ae.Problems}}
 	case errors.As(err, &nf):
-		return &apiError{Status: http.StatusNotFound, Code: "unknown_capability", Msg: nf.Error(), Extra: map[string]any{"available": nf.Known}}
+		extra := map[string]any{"available": nf.Known}
+		if s := nf.Suggestions(); len(s) > 0 {
+			extra["did_you_mean"] = s
+		}
+		return &apiError{Status: http.StatusNotFound, Code: "unknown_capability", Msg: nf.Error(), Extra: extra}
 	case errors.As(err, &be):
 		return &apiError{Status: http.StatusForbidden, Code: "blocked_address", Msg: err.Error()}
 	case errors.As(err, &re):

@@ -301,7 +301,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if len(s.token) > 0 && !s.publicPath(r) && !s.authorized(r) {
 			s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized",
-				Msg: "missing or wrong API token; send Authorization: Bearer <token> (the token is in $RELAY_HOME/config.json)"})
+				Msg: "missing or wrong API token; send Authorization: Bearer <token> (the \"token\" of the config.json in the daemon's relay home, ~/.relay unless RELAY_HOME is set)"})
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -171,7 +171,7 @@ func isWindow(o *jsonpatch.Object) bool {
 	return true
 }
 
-// WithSaved returns header with its counters' "saved" member set to saved (removed when 0),
+// WithSaved returns header with its counters' "saved" member set to saved (removed unless positive),
 // so the header states the same tokens-avoided figure as the thread's stats.
 func WithSaved(header []byte, saved int64) ([]byte, error) {
 	v, err := jsonpatch.Decode(header)
@@ -188,8 +188,8 @@ func WithSaved(header []byte, saved int64) ([]byte, error) {
 			m = mo
 		}
 	}
-	if saved == 0 {
-		m.Delete("saved")
+	if saved <= 0 {
+		m.Delete("saved") // a negative saving is nothing an agent can act on
 	} else {
 		m.Set("saved", json.Number(strconv.FormatInt(saved, 10)))
 	}

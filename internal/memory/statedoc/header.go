@@ -38,7 +38,7 @@ type Metrics struct {
 //	actions  newest 5 last actions
 //	n        {<list>: items the list was chosen from}, only for lists that show fewer
 //	cut      {<list>: items the 2 KB cap removed}, only when something was removed
-//	m        {"hits": cache hits, "saved": tokens avoided}, non-zero counters only
+//	m        {"hits": cache hits, "saved": tokens avoided}, positive counters only
 //
 // Lists keep document order. Over the cap, items go oldest fact first, then oldest last
 // action, oldest artifact ref, and finally the last next step, open question and constraint.
@@ -192,7 +192,9 @@ func (h *header) render(b []byte) []byte {
 		}
 		b = append(b, '}')
 	}
-	hits, saved := !bytes.Equal(h.cacheHits, zero), !bytes.Equal(h.tokensAvoided, zero)
+	// A counter helps the reader only when it is positive: a negative "saved" (a fresh
+	// thread whose header costs more than its artifacts) spends tokens on nothing usable.
+	hits, saved := positive(h.cacheHits), positive(h.tokensAvoided)
 	if hits || saved {
 		b = append(b, `,"m":{`...)
 		if hits {
@@ -211,7 +213,10 @@ func (h *header) render(b []byte) []byte {
 	return append(b, '}')
 }
 
-var zero = []byte("0")
+// positive reports whether a counter (a JSON integer) is above zero.
+func positive(n []byte) bool {
+	return len(n) > 0 && n[0] != '-' && !bytes.Equal(n, []byte("0"))
+}
 
 // shortThread keeps the first 8 characters of a thread id string (a JSON string literal).
 func shortThread(q []byte) []byte {

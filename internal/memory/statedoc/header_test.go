@@ -158,6 +158,34 @@ func TestHeaderMetrics(t *testing.T) {
 	}
 }
 
+// TestHeaderCountersOnlyWhenPositive: a negative or zero counter is left out of the header
+// (a fresh thread's header costs more tokens than it saved: "saved":-24 tells an agent
+// nothing it can use), by Header and by WithSaved alike.
+func TestHeaderCountersOnlyWhenPositive(t *testing.T) {
+	doc := build(t, nil)
+	h, raw := getHeader(t, doc, Metrics{TokensAvoided: -24})
+	if h.Metrics != nil {
+		t.Errorf("header with tokens avoided -24 has counters: %s", raw)
+	}
+	h, raw = getHeader(t, doc, Metrics{CacheHits: 2, TokensAvoided: -24})
+	if diff := cmp.Diff(map[string]int64{"hits": 2}, h.Metrics); diff != "" {
+		t.Errorf("counters (-want +got):\n%s\n%s", diff, raw)
+	}
+	for _, tt := range []struct {
+		saved int64
+		want  string
+	}{
+		{-24, `{"t":"th-1","v":0}`},
+		{0, `{"t":"th-1","v":0}`},
+		{31, `{"t":"th-1","v":0,"m":{"saved":31}}`},
+	} {
+		got, err := WithSaved([]byte(`{"t":"th-1","v":0,"m":{"saved":5}}`), tt.saved)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("WithSaved(%d) = %s, %v; want %s", tt.saved, got, err, tt.want)
+		}
+	}
+}
+
 func TestHeaderCap(t *testing.T) {
 	big := strings.Repeat("x", 300)
 	// Ten 320-byte facts cannot fit: the oldest go first and the header says how many.
