@@ -75,6 +75,10 @@ type Request struct {
 	// Memory is a shared-memory section (a thread's header and artifact refs, with how to
 	// read them) that the caller built; ask only places it in the envelope.
 	Memory string
+	// OnEvent, when set, receives every friend's events as they happen (what
+	// it is doing, pieces of its answer, the problems it retries); calls for
+	// different friends may come from different goroutines at once.
+	OnEvent func(backend.Event)
 }
 
 // Asker holds the seams; the zero value is not usable, use New.
@@ -154,13 +158,19 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 			return nil, usagef("see which friends are installed: relay backends",
 				"Unsupported relay backend: %s. Supported: %s", n, supported())
 		}
-		targets = append(targets, Target{Name: n, Backend: b})
+		targets = append(targets, Target{Name: b.Name(), Backend: b})
+	}
+	if !slices.Contains(backend.AllSandboxes, sandbox) {
+		return nil, usagef("pass --sandbox read-only, workspace-write or danger-full-access",
+			"Invalid sandbox mode: %s. Allowed values: %s", sandbox, strings.Join(backend.AllSandboxes, ", "))
 	}
 	for _, t := range targets {
 		allowed := slices.Sorted(slices.Values(t.Backend.Sandboxes()))
 		if !slices.Contains(allowed, sandbox) {
-			return nil, usagef("pass --sandbox read-only, workspace-write or danger-full-access",
-				"Invalid sandbox mode: %s. Allowed values: %s", sandbox, strings.Join(allowed, ", "))
+			// a friend that cannot be given this much access says so, rather than running with less
+			return nil, usagef(fmt.Sprintf("drop --sandbox for %s (it runs %s), or ask a friend that can write: %s",
+				t.Name, strings.Join(allowed, ", "), strings.Join(writers(), ", ")),
+				"%s is %s by design: relay cannot give it %s", t.Name, strings.Join(allowed, ", "), sandbox)
 		}
 	}
 	// the model becomes an argument of the friend CLI: it must never look like a flag
@@ -269,7 +279,7 @@ func (a *Asker) runOne(ctx context.Context, p *Prepared, t Target) Answer {
 	res, err := t.Backend.Run(ctx, backend.Request{
 		Prompt: p.Envelope, Repo: p.Repo, Sandbox: p.req.Sandbox, Model: p.req.Model,
 		Timeout: time.Duration(p.req.TimeoutSeconds) * time.Second,
-		Env:     t.Env, Session: t.Session, Euid: a.Euid,
+		Env:     t.Env, Session: t.Session, Euid: a.Euid, OnEvent: p.req.OnEvent,
 	})
 	ans := Answer{Backend: t.Name, Duration: time.Since(start), Session: p.req.Session, NewSession: t.NewSession}
 	if err != nil {
@@ -403,7 +413,7 @@ func readAtMost(path string, limit int) ([]byte, error) {
 func dedupe(names []string) []string {
 	var out []string
 	for _, n := range names {
-		n = strings.TrimSpace(n)
+		n = backend.Canonical(strings.TrimSpace(n))
 		if n == "" { // "codex," is a typo, not a request for a nameless friend
 			continue
 		}
@@ -418,6 +428,17 @@ func otherNames(host string) []string {
 	var out []string
 	for _, n := range backend.Names() {
 		if n != host {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// writers lists the friends that can be given workspace-write.
+func writers() []string {
+	var out []string
+	for _, n := range backend.Names() {
+		if b, _ := backend.Get(n); slices.Contains(b.Sandboxes(), backend.WorkspaceWrite) {
 			out = append(out, n)
 		}
 	}

@@ -116,7 +116,7 @@ func TestValidationOrder(t *testing.T) {
 		{"timeout second", func(r *Request) { r.TimeoutSeconds, r.Repo = -1, "/nope" }, "Timeout must be greater than zero"},
 		{"repo missing", func(r *Request) { r.Repo, r.To = "/nope/x", []string{"x"} }, "Repository path does not exist or is not a directory: /nope/x"},
 		{"repo is a file", func(r *Request) { r.Repo = file }, "Repository path does not exist or is not a directory: " + file},
-		{"backend", func(r *Request) { r.To, r.Sandbox = []string{"codex", "x"}, "bad" }, "Unsupported relay backend: x. Supported: claude, codex, gemini, ollama, opencode, qwen"},
+		{"backend", func(r *Request) { r.To, r.Sandbox = []string{"codex", "x"}, "bad" }, "Unsupported relay backend: x. Supported: agy, claude, codex, gemini, ollama, opencode, qwen"},
 		{"sandbox", func(r *Request) { r.Sandbox, r.ContextFile = "bad", "/nope" }, "Invalid sandbox mode: bad. Allowed values: danger-full-access, read-only, workspace-write"},
 		{"both contexts before the file", func(r *Request) { r.ContextFile, r.ContextText = "/nope", "t" }, "Use either context_file or context_text, not both"},
 		{"context file missing", func(r *Request) { r.ContextFile, r.IncludeDiff = "/nope/c.txt", true }, "Context file does not exist: /nope/c.txt"},
@@ -411,7 +411,7 @@ func TestDepthAndHostGuards(t *testing.T) {
 	r.To = []string{"gemini", "claude"}
 	r.Env = []string{"CLAUDECODE=1"}
 	_, err = h.asker.Prepare(context.Background(), r)
-	wantErr(t, err, "claude is already the host of this relay invocation; choose another friend backend such as codex, gemini, ollama, opencode, qwen")
+	wantErr(t, err, "claude is already the host of this relay invocation; choose another friend backend such as agy, codex, gemini, ollama, opencode, qwen")
 	if h.spawned() != 0 {
 		t.Errorf("spawned a friend despite a guard")
 	}

@@ -26,6 +26,9 @@ type BackendStatus struct {
 	Sandboxes   []string `json:"sandboxes"`
 	Sessions    bool     `json:"sessions"`
 	Error       string   `json:"error,omitempty"`
+	// Login is whether the friend is logged in, as far as relay can tell
+	// without spending a request (nil for HTTP backends and missing CLIs).
+	Login *backend.Login `json:"login,omitempty"`
 }
 
 // versionTimeout bounds `<cli> --version`; node CLIs take about a second.
@@ -48,9 +51,9 @@ func CheckBackends(ctx context.Context, env []string) []BackendStatus {
 	return out
 }
 
-func checkOne(ctx context.Context, name string, env []string) BackendStatus {
+func checkOne(ctx context.Context, name string, env []string) (st BackendStatus) {
 	b, _ := backend.Get(name)
-	st := BackendStatus{Name: name, InstallHint: b.InstallHint(), Sandboxes: b.Sandboxes(), Sessions: b.SupportsSessions()}
+	st = BackendStatus{Name: name, InstallHint: b.InstallHint(), Sandboxes: b.Sandboxes(), Sessions: b.SupportsSessions()}
 	if b.Executable() == "" {
 		st.Kind = "http"
 		st.URL = backend.OllamaHost(env)
@@ -68,6 +71,9 @@ func checkOne(ctx context.Context, name string, env []string) BackendStatus {
 		return st
 	}
 	st.Found, st.Path = true, path
+	loginDone := make(chan backend.Login, 1)
+	go func() { loginDone <- backend.CheckLogin(ctx, name, path, env) }()
+	defer func() { l := <-loginDone; st.Login = &l }()
 	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -44,12 +45,27 @@ type AskOptions struct {
 	MaxDepth    int
 	Session     string
 	JSON        bool
+	Stream      bool
 
 	// Thread records the ask in a memory thread (--thread, else $RELAY_THREAD).
 	Thread       string
 	Getenv       func(string) string
 	ThreadClient func(ctx context.Context, arg string) (*client.Client, string, error)
 	HasMCP       bool // relay mcp exists: the friend may have relay's tools
+
+	streamed bool // the answer's text was printed as it arrived
+}
+
+// dedupeNames is the --to list as ask will ask it (aliases resolved, repeats dropped).
+func dedupeNames(to string) []string {
+	var out []string
+	for _, n := range strings.Split(to, ",") {
+		n = backend.Canonical(strings.TrimSpace(n))
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func newCmdAsk(f *Factory) *cobra.Command {
@@ -72,7 +88,8 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 		Example: `  relay ask --to codex --prompt "Review this change for bugs" --include-diff
   relay ask --to claude,gemini --prompt - --context-file notes.md < question.txt
   relay ask --to codex --diff-base main --prompt "Is this branch ready to merge?" --json
-  relay ask --to claude --session design --prompt "And what about the error path?"`,
+  relay ask --to claude --session design --prompt "And what about the error path?"
+  relay ask --to claude --stream --prompt "Explain the retry loop in client.go"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := askEnvDefaults(cmd, opts, f.Getenv); err != nil {
@@ -80,6 +97,10 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 			}
 			if opts.IncludeDiff && opts.DiffBase != "" {
 				return WithHint(Usagef("use --include-diff or --diff-base, not both"), "relay ask --help")
+			}
+			if opts.Stream && !opts.JSON && len(dedupeNames(opts.To)) > 1 {
+				return WithHint(Usagef("--stream prints one friend's answer as it arrives"),
+					"ask one friend with --stream, or add --json for one event a line from each friend")
 			}
 			if c, _, err := cmd.Root().Find([]string{"mcp"}); err == nil && c != cmd.Root() {
 				opts.HasMCP = true
@@ -101,6 +122,7 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.IntVar(&opts.MaxDepth, "max-depth", ask.DefaultMaxDepth, "refuse when PHONE_A_FRIEND_DEPTH is at or above this")
 	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this `LABEL` (claude, codex, gemini, qwen)")
 	fl.BoolVar(&opts.JSON, "json", false, "print {backend, model, answer, duration_ms, tokens, cost_usd} as JSON")
+	fl.BoolVar(&opts.Stream, "stream", false, "print the answer as it arrives (with --json: every event as one JSON line, then the answer)")
 	fl.StringVarP(&opts.Thread, "thread", "t", "", "record the ask in this memory `THREAD` (default $RELAY_THREAD): the friend gets the header and refs, the answer is stored")
 	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f))
 	return cmd
@@ -255,14 +277,19 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	if err != nil {
 		return err
 	}
+	prog := newAskProgress(opts.IO, dedupeNames(opts.To), opts.Stream, opts.JSON)
+	req.OnEvent = prog.event
 	p, err := asker.Prepare(ctx, req)
 	if err != nil {
+		prog.finish()
 		return askError(err)
 	}
 	answers := asker.Run(ctx, p)
+	prog.finish()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	opts.streamed = prog.streamed
 	var recs []*askRecord
 	if mem != nil {
 		recs = mem.record(ctx, opts, answers)
@@ -306,9 +333,16 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 			}
 		}
 		var err error
-		if len(docs) == 1 {
+		switch {
+		case opts.Stream: // JSON Lines: the events came one a line, so does the answer
+			for _, d := range docs {
+				if err = writeJSONLine(out, d); err != nil {
+					break
+				}
+			}
+		case len(docs) == 1:
 			err = writeJSON(out, docs[0])
-		} else {
+		default:
 			err = writeJSON(out, docs)
 		}
 		if err != nil {
@@ -320,7 +354,13 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 		if a.Err != nil {
 			return askError(a.Err)
 		}
-		if !opts.JSON {
+		switch {
+		case opts.JSON:
+		case opts.streamed && rec(0) != nil:
+			r := rec(0)
+			fmt.Fprintf(out, "[stored as artifact %s]\n", shortOr(r.Short, r.Ref))
+		case opts.streamed:
+		default:
 			fmt.Fprintln(out, text(0))
 		}
 		return nil

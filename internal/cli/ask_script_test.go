@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ import (
 // argv, stdin, the prompt, env and cwd in $WORK/calls and answers the way the
 // real CLI's JSON mode does. Scripts opt in with `env PATH=$FAKEBIN${:}$PATH`.
 
-var fakeFriends = []string{"codex", "gemini", "claude", "qwen", "opencode"}
+var fakeFriends = []string{"codex", "gemini", "claude", "qwen", "opencode", "agy"}
 
 func init() {
 	scriptSetups = append(scriptSetups, setupFakeFriends)
@@ -37,6 +38,54 @@ func init() {
 	scriptCmds["filesize"] = cmdFilesize
 	scriptCmds["gone"] = cmdGone
 	scriptCmds["fakeollama"] = cmdFakeOllama
+	scriptCmds["marktime"] = cmdMarkTime
+	scriptCmds["within"] = cmdWithin
+	scriptCmds["waitfor"] = cmdWaitFor
+}
+
+// marktime: remember now, for a later `within`.
+func cmdMarkTime(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: marktime")
+	}
+	ts.Setenv("RELAY_TEST_MARK", strconv.FormatInt(time.Now().UnixNano(), 10))
+}
+
+// within SECONDS: at most SECONDS have passed since marktime.
+func cmdWithin(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: within SECONDS")
+	}
+	secs, err := strconv.ParseFloat(args[0], 64)
+	ts.Check(err)
+	mark, err := strconv.ParseInt(ts.Getenv("RELAY_TEST_MARK"), 10, 64)
+	if err != nil {
+		ts.Fatalf("within needs marktime first")
+	}
+	if el := time.Since(time.Unix(0, mark)); el > time.Duration(secs*float64(time.Second)) {
+		ts.Fatalf("took %s, more than %ss", el.Round(time.Millisecond), args[0])
+	}
+}
+
+// waitfor FILE REGEXP: FILE comes to match REGEXP (waits up to 30 s), for a
+// command running in the background.
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitfor FILE REGEXP")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(ts.MkAbs(args[0]))
+			ts.Fatalf("%s never matched %q; it holds:\n%s", args[0], args[1], b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // fakeFriendBin builds testdata/fakefriend once per source version: a small

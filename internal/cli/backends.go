@@ -59,7 +59,13 @@ func backendsRun(ctx context.Context, opts *BackendsOptions) error {
 			} else if s.Error != "" {
 				detail += "; version unknown: " + s.Error
 			}
-			fmt.Fprintf(io.Out, "  %s %s: available (%s)\n", io.Green("✓"), s.Name, detail)
+			fmt.Fprintf(io.Out, "  %s %s: available (%s)\n", io.Green("✓"), s.Name, field(detail))
+			if l := s.Login; l != nil {
+				fmt.Fprintf(io.Out, "    Login: %s: %s\n", loginWord(l.State), field(l.Detail))
+				if l.Hint != "" && l.State != backend.LoginOK {
+					fmt.Fprintf(io.Out, "    Try: %s\n", field(l.Hint))
+				}
+			}
 			continue
 		}
 		what := "not found"
@@ -70,6 +76,19 @@ func backendsRun(ctx context.Context, opts *BackendsOptions) error {
 		fmt.Fprintf(io.Out, "    Install: %s\n", s.InstallHint)
 	}
 	return nil
+}
+
+// loginWord names a login state for people.
+func loginWord(state string) string {
+	switch state {
+	case backend.LoginOK:
+		return "logged in"
+	case backend.LoginMissing:
+		return "not logged in"
+	case backend.LoginWarn:
+		return "will be refused"
+	}
+	return "unknown"
 }
 
 // backendStatuses probes once per process, so doctor's per-backend lines
@@ -91,8 +110,12 @@ func askDoctorChecks() []doctorCheck {
 				switch {
 				case s.Found && s.Error != "":
 					return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s found but %s", s.Path, s.Error), Hint: "reinstall: " + s.InstallHint}
+				case s.Found && s.Login != nil && (s.Login.State == backend.LoginMissing || s.Login.State == backend.LoginWarn):
+					return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s (%s) %s: %s", s.Path, s.Version, loginWord(s.Login.State), s.Login.Detail), Hint: s.Login.Hint}
 				case s.Found && s.Kind == "http":
 					return checkResult{Status: statusOK, Detail: fmt.Sprintf("reachable at %s (%s)", s.URL, s.Version)}
+				case s.Found && s.Login != nil:
+					return checkResult{Status: statusOK, Detail: fmt.Sprintf("%s (%s), login %s: %s", s.Path, s.Version, loginWord(s.Login.State), s.Login.Detail)}
 				case s.Found:
 					return checkResult{Status: statusOK, Detail: fmt.Sprintf("%s (%s)", s.Path, s.Version)}
 				case s.Kind == "http":

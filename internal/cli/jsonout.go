@@ -100,3 +100,10 @@ func jsonInputError(flag string, b []byte, err error, example string) error {
 	}
 	return WithHint(Usagef("%s is not valid JSON: %s", flag, msg), example)
 }
+
+// writeJSONLine writes v as one compact JSON line (JSON Lines output).
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(iostreams.Raw(w))
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

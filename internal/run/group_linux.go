@@ -37,6 +37,7 @@ func bootID() (string, error) {
 type procInfo struct {
 	pid   int
 	state byte
+	ppid  int
 	pgrp  int
 	start uint64
 }
@@ -54,16 +55,17 @@ func procStat(pid int) (procInfo, error) {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
+	// f[0] is field 3 (state), f[1] field 4 (ppid), f[2] field 5 (pgrp), f[19] field 22 (starttime).
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
+	ppid, err0 := strconv.Atoi(f[1])
 	pgrp, err1 := strconv.Atoi(f[2])
 	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
+	if err0 != nil || err1 != nil || err2 != nil {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	return procInfo{pid: pid, state: f[0][0], pgrp: pgrp, start: start}, nil
+	return procInfo{pid: pid, state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, nil
 }
 
 // members lists the live (not zombie) processes in group pgid.

@@ -7,3 +7,5 @@ import "os/exec"
 func setProcessGroup(*exec.Cmd) {}
 
 func killGroup(*exec.Cmd) {}
+
+func killGroupPID(int) {}

@@ -13,12 +13,15 @@ func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	setParentDeathSignal(cmd)
 	cmd.Cancel = func() error {
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTree(cmd.Process.Pid) // the leader is not reaped yet: its tree can still be walked
+		return nil
 	}
 }
 
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroupPID(cmd.Process.Pid)
 	}
 }
+
+func killGroupPID(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }

@@ -53,6 +53,11 @@ type Cmd struct {
 	// group before the script runs; the script starts only after Started
 	// returns nil, so a group is never running unrecorded.
 	Started func(Group) error
+	// KillGroupOnExit kills whatever the command left running (its process
+	// group and, on Linux, every process below it) the moment the command
+	// itself exits, so nothing it started outlives it: a friend CLI's tool
+	// that ignores SIGTERM, or a grandchild holding stdout open.
+	KillGroupOnExit bool
 
 	script string
 	extra  []*os.File
@@ -210,10 +215,16 @@ func (c *Cmd) run(tail *tailBuffer) error {
 		}
 	}
 	if err == nil {
+		if c.KillGroupOnExit {
+			reapTreeOnExit(cmd) // output keeps flowing: exec copies the pipes in its own goroutines
+		}
 		err = cmd.Wait()
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || c.KillGroupOnExit && !reapsBeforeWait {
 		killGroup(cmd) // a cancelled command leaves nothing behind in its group
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() == nil {
+		err = nil // it finished; only something it left behind held the pipes open
 	}
 	if err == nil {
 		return nil

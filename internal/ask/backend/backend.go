@@ -5,6 +5,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,13 +18,6 @@ const (
 	WorkspaceWrite   = "workspace-write"
 	DangerFullAccess = "danger-full-access"
 )
-
-// ArgvPromptMax is the largest prompt gemini and qwen get in argv. Both read
-// piped stdin with a 500 ms timer (gemini 0.61, qwen 0.15): on a stalled
-// machine the timer fires first and the prompt is dropped (silently, for
-// gemini). Linux caps one argv element at 131,071 bytes, so only bigger
-// prompts take the stdin path. codex and claude read stdin to EOF and always get it there.
-const ArgvPromptMax = 100_000
 
 // AllSandboxes is every mode, sorted as the unknown-sandbox error lists them.
 var AllSandboxes = []string{DangerFullAccess, ReadOnly, WorkspaceWrite}
@@ -41,6 +35,9 @@ type Request struct {
 	Session Session
 	// Euid lets the claude backend refuse danger mode as root before spawning.
 	Euid int
+	// OnEvent, when set, receives the friend's events as they happen (from
+	// several goroutines' worth of output, but one call at a time).
+	OnEvent func(Event)
 }
 
 // Session asks a backend to start or continue a native conversation.
@@ -58,6 +55,9 @@ type Result struct {
 	OutputTokens *int64
 	CostUSD      *float64
 	SessionID    string // native id to resume this conversation later
+	// Structured is the JSON value a friend returned through its native
+	// structured output (claude's --json-schema); nil otherwise.
+	Structured json.RawMessage
 }
 
 // Backend is one friend.
@@ -76,13 +76,19 @@ type Backend interface {
 type Kind int
 
 const (
-	KindFailed      Kind = iota // non-zero exit or error reply
-	KindNotFound                // executable not on PATH
-	KindNotLoggedIn             // the CLI has no credentials
-	KindTimeout                 // killed after the timeout
-	KindEmpty                   // finished without an answer
-	KindUnreachable             // HTTP backend not answering
-	KindRefused                 // relay refused before spawning (unsafe combination)
+	KindFailed            Kind = iota // non-zero exit or error reply
+	KindNotFound                      // executable not on PATH
+	KindNotLoggedIn                   // the CLI has no credentials
+	KindTimeout                       // killed after the timeout
+	KindEmpty                         // finished without an answer
+	KindUnreachable                   // the friend (or its model) cannot be reached
+	KindRefused                       // relay refused before spawning (unsafe combination)
+	KindUnsupportedClient             // the account's sign-in is refused for this CLI
+	KindQuota                         // the account is out of quota
+	KindPromptNotRead                 // the CLI never read the prompt from stdin
+	KindTooMuchOutput                 // more output than relay keeps
+	KindCancelled                     // relay itself was interrupted
+	KindInvalidAnswer                 // the answer does not match the requested schema
 )
 
 // Error is every failure a backend returns: Message keeps the CLI's own
@@ -97,6 +103,17 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// aliases are other names a backend answers to.
+var aliases = map[string]string{"antigravity": "agy"}
+
+// Canonical returns the backend name behind an alias (or name itself).
+func Canonical(name string) string {
+	if c, ok := aliases[name]; ok {
+		return c
+	}
+	return name
+}
+
 // Names lists every backend, sorted.
 func Names() []string {
 	names := make([]string, 0, len(registry))
@@ -109,7 +126,7 @@ func Names() []string {
 
 // Get returns the named backend with the default process runner.
 func Get(name string) (Backend, bool) {
-	mk, ok := registry[name]
+	mk, ok := registry[Canonical(name)]
 	if !ok {
 		return nil, false
 	}
@@ -118,7 +135,7 @@ func Get(name string) (Backend, bool) {
 
 // New returns the named backend with injected seams (tests).
 func New(name string, opts Options) (Backend, bool) {
-	mk, ok := registry[name]
+	mk, ok := registry[Canonical(name)]
 	if !ok {
 		return nil, false
 	}
@@ -131,6 +148,7 @@ var registry = map[string]func(Options) Backend{
 	"claude":   func(o Options) Backend { return &cliBackend{spec: claudeSpec{}, opts: o.withDefaults()} },
 	"qwen":     func(o Options) Backend { return &cliBackend{spec: qwenSpec{}, opts: o.withDefaults()} },
 	"opencode": func(o Options) Backend { return &cliBackend{spec: opencodeSpec{}, opts: o.withDefaults()} },
+	"agy":      func(o Options) Backend { return &cliBackend{spec: agySpec{}, opts: o.withDefaults()} },
 	"ollama":   func(o Options) Backend { return newOllama(o.withDefaults()) },
 }
 

@@ -1,8 +1,6 @@
 package backend
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +11,8 @@ import (
 )
 
 // codexSpec drives `codex exec` (codex-cli 0.169): prompt on stdin via "-",
-// JSONL events on stdout for the thread id and usage, the answer from the
-// --output-last-message file.
+// JSONL events on stdout as it works (thread id, commands, messages, errors,
+// usage), the answer from the --output-last-message file.
 type codexSpec struct{}
 
 func (codexSpec) name() string         { return "codex" }
@@ -24,6 +22,7 @@ func (codexSpec) installHint() string  { return "npm install -g @openai/codex" }
 func (codexSpec) sandboxes() []string  { return AllSandboxes }
 func (codexSpec) sessions() bool       { return true }
 func (codexSpec) emptyMessage() string { return "codex exec completed without producing feedback" }
+func (codexSpec) parser() outputParser { return &codexParser{} }
 
 func (codexSpec) plan(req Request, exe, tmpDir string) (Invocation, error) {
 	outFile := filepath.Join(tmpDir, "codex-last-message.txt")
@@ -43,7 +42,7 @@ func (codexSpec) plan(req Request, exe, tmpDir string) (Invocation, error) {
 	if req.Model != "" {
 		args = append(args, "-m", req.Model)
 	}
-	args = append(args, "-") // prompt on stdin: one argv element is capped at 128 KiB
+	args = append(args, "-") // prompt on stdin: never in argv
 	return Invocation{Path: exe, Args: args, Dir: req.Repo, Env: req.Env, Stdin: req.Prompt, OutputFile: outFile}, nil
 }
 
@@ -52,9 +51,14 @@ type codexEvent struct {
 	ThreadID string `json:"thread_id"`
 	Message  string `json:"message"`
 	Item     *struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Message string `json:"message"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Message  string `json:"message"`
+		Command  string `json:"command"`
+		ExitCode *int   `json:"exit_code"`
+		Server   string `json:"server"`
+		Tool     string `json:"tool"`
+		Query    string `json:"query"`
 	} `json:"item"`
 	Usage *struct {
 		InputTokens  *int64 `json:"input_tokens"`
@@ -65,7 +69,8 @@ type codexEvent struct {
 	} `json:"error"`
 }
 
-type codexStream struct {
+// codexParser reads `codex exec --json` as it arrives.
+type codexParser struct {
 	threadID   string
 	lastText   string
 	input      *int64
@@ -75,48 +80,93 @@ type codexStream struct {
 	nonJSONOut []string
 }
 
-func readCodexStream(stdout []byte) codexStream {
-	var s codexStream
-	sc := bufio.NewScanner(bytes.NewReader(stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+func (c *codexParser) line(s *stream, stderr bool, raw []byte) {
+	line := strings.TrimSpace(string(raw))
+	if stderr || line == "" {
+		return // stderr is codex's banner and tracing; its events are on stdout
+	}
+	var ev codexEvent
+	if line[0] != '{' || json.Unmarshal([]byte(line), &ev) != nil || ev.Type == "" {
+		c.nonJSONOut = append(c.nonJSONOut, line)
+		return
+	}
+	c.sawJSON = true
+	switch ev.Type {
+	case "thread.started":
+		c.threadID = ev.ThreadID
+		s.status("started thread " + ev.ThreadID)
+	case "turn.started":
+		s.status("waiting for the model")
+	case "item.started":
+		if ev.Item != nil {
+			if d := codexDoing(ev.Item.Type, ev.Item.Command, ev.Item.Server, ev.Item.Tool, ev.Item.Query); d != "" {
+				s.progress()
+				s.status(d)
+			}
 		}
-		var ev codexEvent
-		if line[0] != '{' || json.Unmarshal(line, &ev) != nil || ev.Type == "" {
-			s.nonJSONOut = append(s.nonJSONOut, string(line))
-			continue
+	case "item.completed":
+		if ev.Item == nil {
+			return
 		}
-		s.sawJSON = true
-		switch ev.Type {
-		case "thread.started":
-			s.threadID = ev.ThreadID
-		case "item.completed":
-			if ev.Item != nil && ev.Item.Type == "agent_message" {
-				s.lastText = ev.Item.Text
-			}
-		case "turn.completed":
-			if ev.Usage != nil {
-				s.input, s.output = ev.Usage.InputTokens, ev.Usage.OutputTokens
-			}
-		case "turn.failed":
-			if ev.Error != nil && ev.Error.Message != "" {
-				s.errs = append(s.errs, ev.Error.Message)
-			}
+		switch ev.Item.Type {
+		case "agent_message":
+			c.lastText = ev.Item.Text
+			s.text(ev.Item.Text)
 		case "error":
-			if ev.Message != "" {
-				s.errs = append(s.errs, ev.Message)
+			s.problem(ev.Item.Message)
+		case "command_execution":
+			s.progress()
+			done := "ran `" + ev.Item.Command + "`"
+			if ev.Item.ExitCode != nil {
+				done += fmt.Sprintf(" (exit %d)", *ev.Item.ExitCode)
 			}
+			s.status(done)
+		case "reasoning":
+			s.progress()
+			s.status("thought it over")
+		default:
+			s.progress()
+		}
+	case "turn.completed":
+		s.progress()
+		if ev.Usage != nil {
+			c.input, c.output = ev.Usage.InputTokens, ev.Usage.OutputTokens
+		}
+		s.status("finished its turn")
+	case "turn.failed":
+		if ev.Error != nil && ev.Error.Message != "" {
+			c.errs = append(c.errs, ev.Error.Message)
+			s.problem(ev.Error.Message)
+		}
+	case "error":
+		if ev.Message != "" {
+			c.errs = append(c.errs, ev.Message)
+			s.problem(ev.Message)
 		}
 	}
-	return s
 }
 
-func (c codexSpec) parse(inv Invocation, out Output) (Result, error) {
-	s := readCodexStream(out.Stdout)
-	res := Result{SessionID: s.threadID, InputTokens: s.input, OutputTokens: s.output}
+// codexDoing describes an item codex started.
+func codexDoing(typ, command, server, tool, query string) string {
+	switch typ {
+	case "command_execution":
+		return "running `" + command + "`"
+	case "reasoning":
+		return "thinking"
+	case "file_change":
+		return "editing files"
+	case "mcp_tool_call":
+		return "calling " + server + "." + tool
+	case "web_search":
+		return "searching the web for " + query
+	case "agent_message":
+		return "writing"
+	}
+	return ""
+}
+
+func (c *codexParser) result(_ *stream, inv Invocation, out Output) (Result, error) {
+	res := Result{SessionID: c.threadID, InputTokens: c.input, OutputTokens: c.output}
 	msg, err := readLastMessage(inv.OutputFile)
 	if err != nil {
 		return Result{}, &Error{Backend: "codex", Message: fmt.Sprintf("Failed reading Codex output file: %v", err),
@@ -125,9 +175,9 @@ func (c codexSpec) parse(inv Invocation, out Output) (Result, error) {
 	switch {
 	case msg != "":
 		res.Answer = msg
-	case s.lastText != "":
-		res.Answer = s.lastText
-	case !s.sawJSON:
+	case c.lastText != "":
+		res.Answer = c.lastText
+	case !c.sawJSON:
 		// seed fallback: plain stdout (an older codex without --json support)
 		res.Answer = strings.TrimSpace(string(out.Stdout))
 	}
@@ -150,16 +200,15 @@ func readLastMessage(path string) (string, error) {
 
 // detail follows the seed (stderr, else stdout, else the last message) but
 // prefers codex's own error events over its stderr banner.
-func (codexSpec) detail(inv Invocation, out Output) string {
-	s := readCodexStream(out.Stdout)
-	if len(s.errs) > 0 {
-		return strings.Join(s.errs, "\n")
+func (c *codexParser) detail(_ *stream, inv Invocation, out Output) string {
+	if len(c.errs) > 0 {
+		return strings.Join(c.errs, "\n")
 	}
 	if d := strings.TrimSpace(string(out.Stderr)); d != "" {
 		return d
 	}
-	if len(s.nonJSONOut) > 0 {
-		return strings.Join(s.nonJSONOut, "\n")
+	if len(c.nonJSONOut) > 0 {
+		return strings.Join(c.nonJSONOut, "\n")
 	}
 	if msg, _ := readLastMessage(inv.OutputFile); msg != "" {
 		return msg

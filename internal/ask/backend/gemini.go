@@ -6,10 +6,11 @@ import (
 	"strings"
 )
 
-// geminiSpec drives the Gemini CLI (0.61): the prompt in -p up to
-// ArgvPromptMax, above that on stdin with a short -p (its text is appended
-// after stdin); --skip-trust so an untrusted folder does not exit 55, and
-// --approval-mode for the sandbox because --sandbox needs Docker or Podman on Linux.
+// geminiSpec drives the Gemini CLI (0.61): the prompt on stdin with a short
+// -p (gemini appends its text after stdin and needs it to run headless),
+// stream-json output, --skip-trust so an untrusted folder does not exit 55,
+// and --approval-mode for the sandbox because --sandbox needs Docker or
+// Podman on Linux.
 type geminiSpec struct{}
 
 // geminiPromptSuffix is the -p text; gemini appends it after the stdin prompt.
@@ -22,6 +23,7 @@ func (geminiSpec) installHint() string  { return "npm install -g @google/gemini-
 func (geminiSpec) sandboxes() []string  { return AllSandboxes }
 func (geminiSpec) sessions() bool       { return true }
 func (geminiSpec) emptyMessage() string { return "gemini completed without producing output" }
+func (geminiSpec) parser() outputParser { return &geminiParser{} }
 
 func geminiApproval(sandbox string) []string {
 	switch sandbox {
@@ -36,7 +38,7 @@ func geminiApproval(sandbox string) []string {
 func (geminiSpec) plan(req Request, exe, _ string) (Invocation, error) {
 	args := []string{"--skip-trust"}
 	args = append(args, geminiApproval(req.Sandbox)...)
-	args = append(args, "--include-directories", req.Repo, "--output-format", "json")
+	args = append(args, "--include-directories", req.Repo, "--output-format", "stream-json")
 	if req.Model != "" {
 		args = append(args, "-m", req.Model)
 	}
@@ -47,107 +49,138 @@ func (geminiSpec) plan(req Request, exe, _ string) (Invocation, error) {
 			args = append(args, "--session-id", req.Session.ID)
 		}
 	}
-	if len(req.Prompt) <= ArgvPromptMax {
-		return Invocation{Path: exe, Args: append(args, "--prompt", req.Prompt), Dir: req.Repo, Env: req.Env}, nil
-	}
 	args = append(args, "--prompt", geminiPromptSuffix)
-	return Invocation{Path: exe, Args: args, Dir: req.Repo, Env: req.Env, Stdin: req.Prompt}, nil
+	return Invocation{Path: exe, Args: args, Dir: req.Repo, Env: req.Env, Stdin: req.Prompt, CheckPromptRead: true}, nil
 }
 
-type geminiJSON struct {
-	SessionID string  `json:"session_id"`
-	Response  *string `json:"response"`
-	Stats     *struct {
-		Models map[string]struct {
-			Tokens struct {
-				Input      *int64 `json:"input"`
-				Prompt     *int64 `json:"prompt"`
-				Candidates *int64 `json:"candidates"`
-			} `json:"tokens"`
-		} `json:"models"`
-	} `json:"stats"`
-	Error *struct {
+// geminiLine is one event of `gemini -o stream-json`.
+type geminiLine struct {
+	Type      string `json:"type"`
+	SessionID string `json:"session_id"`
+	Model     string `json:"model"`
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	Delta     bool   `json:"delta"`
+	ToolName  string `json:"tool_name"`
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Severity  string `json:"severity"`
+	Message   string `json:"message"`
+	Error     *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+	Stats *struct {
+		InputTokens  *int64 `json:"input_tokens"`
+		OutputTokens *int64 `json:"output_tokens"`
+		Models       map[string]struct {
+			OutputTokens int64 `json:"output_tokens"`
+		} `json:"models"`
+	} `json:"stats"`
 }
 
-// decodeTrailingJSON parses a JSON document that may follow log lines.
-func decodeTrailingJSON(stdout []byte, v any) bool {
-	s := strings.TrimSpace(string(stdout))
-	if s == "" {
-		return false
-	}
-	if json.Unmarshal([]byte(s), v) == nil {
-		return true
-	}
-	for i := strings.Index(s, "\n{"); i >= 0; {
-		if json.Unmarshal([]byte(s[i+1:]), v) == nil {
-			return true
-		}
-		j := strings.Index(s[i+1:], "\n{")
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	return false
+// geminiParser reads gemini's stream-json as it arrives; gemini logs its
+// retries and sign-in failures on stderr, so that is read too.
+type geminiParser struct {
+	session string
+	model   string
+	answer  strings.Builder
+	result_ *geminiLine
+	errs    []string
+	sawJSON bool
 }
 
-func (geminiSpec) parse(_ Invocation, out Output) (Result, error) {
-	var g geminiJSON
-	if !decodeTrailingJSON(out.Stdout, &g) || g.Response == nil {
-		if g.Error != nil && g.Error.Message != "" {
-			return Result{}, &Error{Backend: "gemini", Message: g.Error.Message, Hint: "run `gemini` by hand in the repository to see more"}
+func (g *geminiParser) line(s *stream, stderr bool, raw []byte) {
+	if stderr {
+		stderrProblem(s, string(raw))
+		return
+	}
+	var ev geminiLine
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
+		return
+	}
+	g.sawJSON = true
+	switch ev.Type {
+	case "init":
+		g.session, g.model = ev.SessionID, ev.Model
+		s.status("started (model " + ev.Model + ")")
+		s.status("waiting for the model")
+	case "message":
+		if ev.Role == "assistant" {
+			g.answer.WriteString(ev.Content)
+			s.text(ev.Content)
 		}
+	case "tool_use":
+		s.progress()
+		s.status("using " + firstNonEmpty(ev.ToolName, ev.Name))
+	case "tool_result":
+		s.progress()
+		s.status("read a tool's result")
+	case "error":
+		msg := ev.Message
+		if ev.Error != nil && ev.Error.Message != "" {
+			msg = ev.Error.Message
+		}
+		g.errs = append(g.errs, msg)
+		s.problem(msg)
+	case "result":
+		r := ev
+		g.result_ = &r
+		if r.Error != nil && r.Error.Message != "" {
+			g.errs = append(g.errs, r.Error.Message)
+			s.problem(r.Error.Message)
+		}
+	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func (g *geminiParser) result(_ *stream, _ Invocation, out Output) (Result, error) {
+	if !g.sawJSON {
 		return Result{Answer: strings.TrimSpace(string(out.Stdout))}, nil
 	}
-	res := Result{Answer: *g.Response, SessionID: g.SessionID}
-	if g.Stats != nil && len(g.Stats.Models) > 0 {
-		var in, outTok int64
-		var haveIn, haveOut bool
-		var best string
-		var bestOut int64 = -1
-		names := make([]string, 0, len(g.Stats.Models))
-		for n := range g.Stats.Models {
-			names = append(names, n)
+	if r := g.result_; r != nil && r.Status != "" && r.Status != "success" && g.answer.Len() == 0 {
+		msg := "gemini reported an error"
+		if len(g.errs) > 0 {
+			msg = strings.Join(g.errs, "\n")
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			t := g.Stats.Models[n].Tokens
-			switch {
-			case t.Prompt != nil:
-				in += *t.Prompt
-				haveIn = true
-			case t.Input != nil:
-				in += *t.Input
-				haveIn = true
-			}
-			var c int64
-			if t.Candidates != nil {
-				c = *t.Candidates
-				outTok += c
-				haveOut = true
-			}
-			if c > bestOut { // the model that wrote the answer, not the router
-				best, bestOut = n, c
-			}
+		e := &Error{Backend: "gemini", Message: msg, Hint: "run `gemini` by hand in the repository to see more"}
+		if k := diagnose(strings.ToLower(msg)); k != KindFailed {
+			e.Kind, e.Hint = k, hintFor("gemini", k)
 		}
-		res.Model = best
-		if haveIn {
-			res.InputTokens = ptr(in)
-		}
-		if haveOut {
-			res.OutputTokens = ptr(outTok)
+		return Result{}, e
+	}
+	res := Result{Answer: g.answer.String(), SessionID: g.session, Model: g.model}
+	if r := g.result_; r != nil && r.Stats != nil {
+		res.InputTokens, res.OutputTokens = r.Stats.InputTokens, r.Stats.OutputTokens
+		if len(r.Stats.Models) > 0 { // the model that wrote the answer, not the router
+			names := make([]string, 0, len(r.Stats.Models))
+			for n := range r.Stats.Models {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			best := names[0]
+			for _, n := range names[1:] {
+				if r.Stats.Models[n].OutputTokens > r.Stats.Models[best].OutputTokens {
+					best = n
+				}
+			}
+			res.Model = best
 		}
 	}
 	return res, nil
 }
 
-func (geminiSpec) detail(_ Invocation, out Output) string {
-	var g geminiJSON
-	if decodeTrailingJSON(out.Stdout, &g) && g.Error != nil && g.Error.Message != "" {
-		return g.Error.Message
+func (g *geminiParser) detail(_ *stream, _ Invocation, out Output) string {
+	if len(g.errs) > 0 {
+		return strings.Join(g.errs, "\n")
 	}
 	return defaultDetail(out)
 }

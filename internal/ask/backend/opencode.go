@@ -1,8 +1,6 @@
 package backend
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -20,6 +18,7 @@ func (opencodeSpec) installHint() string  { return "npm install -g opencode-ai" 
 func (opencodeSpec) sandboxes() []string  { return AllSandboxes }
 func (opencodeSpec) sessions() bool       { return false }
 func (opencodeSpec) emptyMessage() string { return "opencode completed without producing output" }
+func (opencodeSpec) parser() outputParser { return &opencodeParser{} }
 
 // opencodePermissions maps a sandbox mode to opencode's permission config.
 func opencodePermissions(sandbox string) string {
@@ -47,6 +46,7 @@ type opencodeEvent struct {
 	Part      *struct {
 		Type   string   `json:"type"`
 		Text   string   `json:"text"`
+		Tool   string   `json:"tool"`
 		Cost   *float64 `json:"cost"`
 		Tokens *struct {
 			Input  *int64 `json:"input"`
@@ -61,96 +61,102 @@ type opencodeEvent struct {
 	} `json:"error"`
 }
 
-type opencodeStream struct {
-	texts   []string
-	errs    []string
-	sawJSON bool
-	res     Result
+// opencodeParser reads opencode's NDJSON events as they arrive.
+type opencodeParser struct {
+	texts                   []string
+	errs                    []string
+	sawJSON                 bool
+	res                     Result
+	in, out                 int64
+	cost                    float64
+	haveIn, haveOut, haveCo bool
 }
 
-func readOpencode(stdout []byte) opencodeStream {
-	var s opencodeStream
-	var in, out int64
-	var haveIn, haveOut bool
-	var cost float64
-	var haveCost bool
-	sc := bufio.NewScanner(bytes.NewReader(stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		var ev opencodeEvent
-		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil || ev.Type == "" {
-			continue
+func (o *opencodeParser) line(s *stream, stderr bool, raw []byte) {
+	if stderr {
+		stderrProblem(s, string(raw))
+		return
+	}
+	var ev opencodeEvent
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
+		return
+	}
+	o.sawJSON = true
+	if ev.SessionID != "" {
+		o.res.SessionID = ev.SessionID
+	}
+	switch ev.Type {
+	case "step_start":
+		s.status("waiting for the model")
+	case "text":
+		if ev.Part != nil && ev.Part.Text != "" {
+			o.texts = append(o.texts, ev.Part.Text)
+			s.text(ev.Part.Text)
 		}
-		s.sawJSON = true
-		if ev.SessionID != "" {
-			s.res.SessionID = ev.SessionID
+	case "tool_use":
+		s.progress()
+		if ev.Part != nil {
+			s.status("using " + ev.Part.Tool)
 		}
-		switch ev.Type {
-		case "text":
-			if ev.Part != nil && ev.Part.Text != "" {
-				s.texts = append(s.texts, ev.Part.Text)
+	case "step_finish":
+		s.progress()
+		if p := ev.Part; p != nil {
+			if p.Tokens != nil && p.Tokens.Input != nil {
+				o.in += *p.Tokens.Input
+				o.haveIn = true
 			}
-		case "step_finish":
-			if p := ev.Part; p != nil {
-				if p.Tokens != nil && p.Tokens.Input != nil {
-					in += *p.Tokens.Input
-					haveIn = true
-				}
-				if p.Tokens != nil && p.Tokens.Output != nil {
-					out += *p.Tokens.Output
-					haveOut = true
-				}
-				if p.Cost != nil {
-					cost += *p.Cost
-					haveCost = true
-				}
+			if p.Tokens != nil && p.Tokens.Output != nil {
+				o.out += *p.Tokens.Output
+				o.haveOut = true
 			}
-		case "error":
-			msg := "opencode reported an error"
-			if ev.Error != nil {
-				if ev.Error.Data != nil && ev.Error.Data.Message != "" {
-					msg = ev.Error.Data.Message
-				} else if ev.Error.Name != "" {
-					msg = ev.Error.Name
-				}
+			if p.Cost != nil {
+				o.cost += *p.Cost
+				o.haveCo = true
 			}
-			s.errs = append(s.errs, msg)
 		}
+	case "error":
+		msg := "opencode reported an error"
+		if ev.Error != nil {
+			if ev.Error.Data != nil && ev.Error.Data.Message != "" {
+				msg = ev.Error.Data.Message
+			} else if ev.Error.Name != "" {
+				msg = ev.Error.Name
+			}
+		}
+		o.errs = append(o.errs, msg)
+		s.problem(msg)
 	}
-	if haveIn {
-		s.res.InputTokens = ptr(in)
-	}
-	if haveOut {
-		s.res.OutputTokens = ptr(out)
-	}
-	if haveCost {
-		s.res.CostUSD = ptr(cost)
-	}
-	return s
 }
 
-func (opencodeSpec) parse(_ Invocation, out Output) (Result, error) {
-	s := readOpencode(out.Stdout)
-	if !s.sawJSON {
+func (o *opencodeParser) result(_ *stream, _ Invocation, out Output) (Result, error) {
+	if !o.sawJSON {
 		return Result{Answer: strings.TrimSpace(string(out.Stdout))}, nil
 	}
-	if len(s.errs) > 0 && len(s.texts) == 0 {
-		msg := strings.Join(s.errs, "\n")
+	if len(o.errs) > 0 && len(o.texts) == 0 {
+		msg := strings.Join(o.errs, "\n")
 		e := &Error{Backend: "opencode", Message: msg, Hint: "run `opencode run` by hand in the repository to see more"}
-		if notLoggedIn(strings.ToLower(msg)) {
-			e.Kind, e.Hint = KindNotLoggedIn, loginHint("opencode")
+		if k := diagnose(strings.ToLower(msg)); k != KindFailed {
+			e.Kind, e.Hint = k, hintFor("opencode", k)
 		}
 		return Result{}, e
 	}
-	res := s.res
-	res.Answer = strings.Join(s.texts, "\n")
+	res := o.res
+	res.Answer = strings.Join(o.texts, "\n")
+	if o.haveIn {
+		res.InputTokens = ptr(o.in)
+	}
+	if o.haveOut {
+		res.OutputTokens = ptr(o.out)
+	}
+	if o.haveCo {
+		res.CostUSD = ptr(o.cost)
+	}
 	return res, nil
 }
 
-func (opencodeSpec) detail(_ Invocation, out Output) string {
-	if s := readOpencode(out.Stdout); len(s.errs) > 0 {
-		return strings.Join(s.errs, "\n")
+func (o *opencodeParser) detail(_ *stream, _ Invocation, out Output) string {
+	if len(o.errs) > 0 {
+		return strings.Join(o.errs, "\n")
 	}
 	return defaultDetail(out)
 }

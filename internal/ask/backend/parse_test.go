@@ -43,18 +43,32 @@ func TestParseSuccess(t *testing.T) {
 {"type":"item.completed","item":{"type":"agent_message","text":"from stream"}}
 `, answer: "from stream", session: "th-1", in: -1, out: -1},
 		{name: "codex plain stdout fallback (seed)", backend: "codex", stdout: "  plain answer \n", answer: "plain answer", in: -1, out: -1},
-		{name: "claude json", backend: "claude",
-			stdout: `{"type":"result","subtype":"success","is_error":false,"result":"hi there","session_id":"s-1","num_turns":1,"total_cost_usd":0.000138,"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":3},"modelUsage":{"claude-haiku":{"costUSD":0.00001,"outputTokens":1},"claude-sonnet-4":{"costUSD":0.0001,"outputTokens":3}}}`,
+		{name: "claude stream-json", backend: "claude",
+			stdout: `{"type":"system","subtype":"init","session_id":"s-1","model":"claude-sonnet-4"}
+{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}
+{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi "}}}
+{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"there"}}}
+{"type":"result","subtype":"success","is_error":false,"result":"hi there","session_id":"s-1","num_turns":1,"total_cost_usd":0.000138,"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":3},"modelUsage":{"claude-haiku":{"costUSD":0.00001,"outputTokens":1},"claude-sonnet-4":{"costUSD":0.0001,"outputTokens":3}}}`,
 			answer: "hi there", model: "claude-sonnet-4", session: "s-1", in: 115, out: 3, cost: 0.000138},
 		{name: "claude text fallback", backend: "claude", stdout: "just text\n", answer: "just text", in: -1, out: -1},
-		{name: "gemini json", backend: "gemini",
-			stdout: `{"session_id":"g-1","response":"gem answer","stats":{"models":{"gemini-2.5-flash-lite":{"tokens":{"prompt":50,"candidates":1}},"gemini-2.5-flash":{"tokens":{"input":900,"prompt":1000,"candidates":42}}}}}`,
+		{name: "gemini stream-json", backend: "gemini",
+			stdout: `{"type":"init","session_id":"g-1","model":"gemini-2.5-flash"}
+{"type":"message","role":"user","content":"the prompt"}
+{"type":"message","role":"assistant","content":"gem ","delta":true}
+{"type":"message","role":"assistant","content":"answer","delta":true}
+{"type":"result","status":"success","stats":{"total_tokens":1093,"input_tokens":1050,"output_tokens":43,"models":{"gemini-2.5-flash-lite":{"output_tokens":1},"gemini-2.5-flash":{"output_tokens":42}}}}`,
 			answer: "gem answer", model: "gemini-2.5-flash", session: "g-1", in: 1050, out: 43},
-		{name: "gemini json after log noise", backend: "gemini",
-			stdout: "Ripgrep is not available. Falling back to GrepTool.\n{\"session_id\":\"g-2\",\"response\":\"ok\"}\n", answer: "ok", session: "g-2", in: -1, out: -1},
-		{name: "qwen json array", backend: "qwen",
-			stdout: `[{"type":"system","subtype":"init","session_id":"q-1","model":"fake-model"},{"type":"assistant","message":{"content":[{"type":"text","text":"qwen says"}],"usage":{"input_tokens":30,"output_tokens":4}}},{"type":"result","subtype":"success","is_error":false,"duration_ms":12,"result":"qwen says"}]`,
+		{name: "gemini events after log noise", backend: "gemini",
+			stdout: "Ripgrep is not available. Falling back to GrepTool.\n{\"type\":\"init\",\"session_id\":\"g-2\",\"model\":\"m\"}\n{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"ok\",\"delta\":true}\n",
+			answer: "ok", model: "m", session: "g-2", in: -1, out: -1},
+		{name: "qwen stream-json", backend: "qwen",
+			stdout: `{"type":"system","subtype":"init","session_id":"q-1","model":"fake-model"}
+{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}
+{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"qwen says"}}}
+{"type":"assistant","message":{"model":"fake-model","content":[{"type":"text","text":"qwen says"}],"usage":{"input_tokens":30,"output_tokens":4}}}
+{"type":"result","subtype":"success","is_error":false,"duration_ms":12,"result":"qwen says","usage":{"input_tokens":30,"output_tokens":4}}`,
 			answer: "qwen says", model: "fake-model", session: "q-1", in: 30, out: 4},
+		{name: "agy plain text", backend: "agy", stdout: "\nagy answer\nsecond line\n", answer: "agy answer\nsecond line", in: -1, out: -1},
 		{name: "opencode ndjson", backend: "opencode",
 			stdout: `{"type":"step_start","sessionID":"ses_1","part":{"type":"step-start"}}
 {"type":"text","sessionID":"ses_1","part":{"type":"text","text":"open answer"}}
@@ -97,22 +111,40 @@ func TestFailures(t *testing.T) {
 		msg, hint     string
 	}{
 		{"codex empty (seed message)", "codex", Output{}, KindEmpty, "codex exec completed without producing feedback", ""},
-		{"gemini empty (seed message)", "gemini", Output{Stdout: []byte(`{"response":"  "}`)}, KindEmpty, "gemini completed without producing output", ""},
+		{"gemini empty (seed message)", "gemini", Output{Stdout: []byte(`{"type":"result","status":"success"}`)}, KindEmpty, "gemini completed without producing output", ""},
 		{"codex stderr", "codex", Output{ExitCode: 2, Stderr: []byte("  boom\n")}, KindFailed, "boom", "exited with code 2"},
 		{"codex error events beat the stderr banner", "codex", Output{ExitCode: 1, Stderr: []byte("model: x\nprovider: y"),
-			Stdout: []byte(`{"type":"error","message":"stream disconnected"}` + "\n" + `{"type":"turn.failed","error":{"message":"quota exceeded"}}`)}, KindFailed, "stream disconnected\nquota exceeded", ""},
+			Stdout: []byte(`{"type":"error","message":"stream disconnected"}` + "\n" + `{"type":"turn.failed","error":{"message":"bad request"}}`)}, KindFailed, "stream disconnected\nbad request", ""},
+		{"codex quota ends the run", "codex", Output{ExitCode: 1, Stdout: []byte(`{"type":"turn.failed","error":{"message":"Quota exceeded. Check your plan and billing details."}}`)}, KindQuota, "Quota exceeded. Check your plan and billing details.", "out of quota"},
+		{"codex network before any answer", "codex", Output{Stdout: []byte(`{"type":"thread.started","thread_id":"t"}` + "\n" +
+			`{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion: failed to lookup address information: Name does not resolve)"}`)},
+			KindUnreachable, "Reconnecting... 2/5 (stream disconnected before completion: failed to lookup address information: Name does not resolve)", "network"},
+		{"claude connection failures", "claude", Output{Stdout: []byte(`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"error_status":null,"error":"unknown"}` + "\n" +
+			`{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"error_status":null,"error":"unknown"}`)},
+			KindUnreachable, "API request failed (attempt 2 of 10): no response from claude's API (connection failed)", "network"},
+		{"gemini fetch failed on stderr", "gemini", Output{Stderr: []byte("Attempt 1 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request\n    at file:///x.js:1:1")},
+			KindUnreachable, "Attempt 1 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request", "network"},
+		{"gemini unsupported client", "gemini", Output{ExitCode: 1, Stderr: []byte("Failed to sign in. Message: This client is no longer supported for Gemini Code Assist for individuals. To continue using Gemini, please migrate to the Antigravity suite of products: https://antigravity.google (reasonCode: UNSUPPORTED_CLIENT)")},
+			KindUnsupportedClient, "Failed to sign in. Message: This client is no longer supported for Gemini Code Assist for individuals. To continue using Gemini, please migrate to the Antigravity suite of products: https://antigravity.google (reasonCode: UNSUPPORTED_CLIENT)", "--to agy"},
+		{"qwen API error is never an answer", "qwen", Output{Stdout: []byte(`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}` + "\n" +
+			`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"[API Error: Connection error. (cause: fetch failed)]"}}}` + "\n" +
+			`{"type":"assistant","message":{"model":"m","content":[{"type":"text","text":"[API Error: Connection error. (cause: fetch failed)]"}]}}` + "\n" +
+			`{"type":"result","subtype":"success","is_error":false,"result":"[API Error: Connection error. (cause: fetch failed)]"}`)},
+			KindUnreachable, "[API Error: Connection error. (cause: fetch failed)]", "network"},
 		{"codex exit code only (seed)", "codex", Output{ExitCode: 3}, KindFailed, "codex exec exited with code 3", ""},
 		{"gemini exit code only (seed)", "gemini", Output{ExitCode: 4}, KindFailed, "gemini exited with code 4", ""},
 		{"gemini stdout when no stderr", "gemini", Output{ExitCode: 1, Stdout: []byte("bad things\n")}, KindFailed, "bad things", ""},
 		{"gemini auth exit 41", "gemini", Output{ExitCode: 41, Stderr: []byte("Invalid auth method selected.")}, KindNotLoggedIn, "Invalid auth method selected.", "GEMINI_API_KEY"},
 		{"gemini unknown session", "gemini", Output{ExitCode: 42, Stderr: []byte(`Error resuming session: Invalid session identifier "x".`)}, KindFailed, `Error resuming session: Invalid session identifier "x".`, "new --session label"},
 		{"claude not logged in on stdout", "claude", Output{ExitCode: 1, Stdout: []byte("Not logged in · Please run /login\n")}, KindNotLoggedIn, "Not logged in · Please run /login", "/login"},
-		{"claude json is_error", "claude", Output{Stdout: []byte(`{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login"}`)}, KindNotLoggedIn, "Invalid API key · Please run /login", "ANTHROPIC_API_KEY"},
+		{"claude result is_error", "claude", Output{Stdout: []byte(`{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login"}`)}, KindNotLoggedIn, "Invalid API key · Please run /login", "ANTHROPIC_API_KEY"},
 		{"claude root refusal", "claude", Output{ExitCode: 1, Stderr: []byte("--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons")}, KindFailed, "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons", "IS_SANDBOX=1"},
-		{"qwen result error", "qwen", Output{Stdout: []byte(`[{"type":"result","is_error":true,"result":"rate limited"}]`)}, KindFailed, "rate limited", ""},
+		{"qwen result error", "qwen", Output{Stdout: []byte(`{"type":"result","is_error":true,"result":"rate limited"}`)}, KindFailed, "rate limited", ""},
 		{"opencode error event", "opencode", Output{Stdout: []byte(`{"type":"error","error":{"name":"ProviderAuthError","data":{"message":"no provider credentials"}}}`)}, KindFailed, "no provider credentials", ""},
-		{"timeout (seed message)", "codex", Output{TimedOut: true, ExitCode: -1}, KindTimeout, "codex exec timed out after 7s", "--timeout"},
-		{"gemini timeout (seed message)", "gemini", Output{TimedOut: true, ExitCode: -1}, KindTimeout, "gemini timed out after 7s", "--timeout"},
+		{"timeout (seed message)", "codex", Output{TimedOut: true, ExitCode: -1}, KindTimeout, "codex exec timed out after 7s\nIt reported nothing in 0s.", "--timeout"},
+		{"timeout says what it last did", "codex", Output{TimedOut: true, ExitCode: -1, Stdout: []byte(`{"type":"item.started","item":{"type":"command_execution","command":"go test ./..."}}`)},
+			KindTimeout, "codex exec timed out after 7s\nIts last event (0s before it was stopped): running `go test ./...`", "--timeout"},
+		{"gemini timeout (seed message)", "gemini", Output{TimedOut: true, ExitCode: -1}, KindTimeout, "gemini timed out after 7s\nIt reported nothing in 0s.", "--timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,13 +186,23 @@ func TestCodexUnreadableLastMessage(t *testing.T) {
 func FuzzParsers(f *testing.F) {
 	f.Add([]byte(`{"type":"thread.started","thread_id":"x"}`))
 	f.Add([]byte(`{"type":"result","result":"a","usage":{"input_tokens":1}}`))
-	f.Add([]byte(`[{"type":"assistant","message":{"content":[{"type":"text","text":"a"}]}}]`))
-	f.Add([]byte(`{"response":"r","stats":{"models":{"m":{"tokens":{"prompt":1}}}}}`))
+	f.Add([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"a"}]}}`))
+	f.Add([]byte(`{"type":"result","status":"success","stats":{"models":{"m":{"output_tokens":1}}}}`))
 	f.Add([]byte("noise\n{\"type\":\"text\",\"part\":{\"text\":\"t\"}}\n"))
+	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"[API"}}}`))
+	f.Add([]byte(`{"type":"system","subtype":"api_retry","attempt":3,"error_status":429,"error":"rate"}`))
 	f.Fuzz(func(t *testing.T, stdout []byte) {
-		for _, spec := range []cliSpec{codexSpec{}, geminiSpec{}, claudeSpec{}, qwenSpec{}, opencodeSpec{}} {
-			_, _ = spec.parse(Invocation{}, Output{Stdout: stdout})
-			_ = spec.detail(Invocation{}, Output{Stdout: stdout, ExitCode: 1})
+		for _, spec := range []cliSpec{codexSpec{}, geminiSpec{}, claudeSpec{}, qwenSpec{}, opencodeSpec{}, agySpec{}} {
+			for _, stderr := range []bool{false, true} {
+				p, st := spec.parser(), newStream(spec.name(), nil)
+				out := Output{Stdout: stdout, ExitCode: 1}
+				if stderr {
+					out = Output{Stderr: stdout, ExitCode: 1}
+				}
+				replay(p, st, out)
+				_, _ = p.result(st, Invocation{}, out)
+				_ = p.detail(st, Invocation{}, out)
+			}
 		}
 	})
 }

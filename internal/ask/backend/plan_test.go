@@ -35,7 +35,7 @@ func baseReq(sandbox, model string) Request {
 // TestPlanArgv pins the argv of every CLI backend for every sandbox × model.
 func TestPlanArgv(t *testing.T) {
 	const lm = "/tmp/paf/codex-last-message.txt"
-	const P = "PROMPT\nwith lines" // gemini and qwen take prompts up to ArgvPromptMax in argv
+	const P = "PROMPT\nwith lines"
 	tests := []struct {
 		backend, sandbox, model string
 		want                    []string
@@ -47,26 +47,26 @@ func TestPlanArgv(t *testing.T) {
 		{"codex", WorkspaceWrite, "gpt-5", []string{"exec", "-C", "/work/repo", "--skip-git-repo-check", "--sandbox", "workspace-write", "--ephemeral", "--json", "--output-last-message", lm, "-m", "gpt-5", "-"}},
 		{"codex", DangerFullAccess, "gpt-5", []string{"exec", "-C", "/work/repo", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--ephemeral", "--json", "--output-last-message", lm, "-m", "gpt-5", "-"}},
 
-		{"gemini", ReadOnly, "", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", P}},
-		{"gemini", WorkspaceWrite, "", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", P}},
-		{"gemini", DangerFullAccess, "", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "json", "--prompt", P}},
-		{"gemini", ReadOnly, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", P}},
-		{"gemini", WorkspaceWrite, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", P}},
-		{"gemini", DangerFullAccess, "gemini-2.5-flash", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "json", "-m", "gemini-2.5-flash", "--prompt", P}},
+		{"gemini", ReadOnly, "", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "stream-json", "--prompt", "(end of request)"}},
+		{"gemini", WorkspaceWrite, "", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "stream-json", "--prompt", "(end of request)"}},
+		{"gemini", DangerFullAccess, "", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "stream-json", "--prompt", "(end of request)"}},
+		{"gemini", ReadOnly, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "plan", "--include-directories", "/work/repo", "--output-format", "stream-json", "-m", "gemini-2.5-flash", "--prompt", "(end of request)"}},
+		{"gemini", WorkspaceWrite, "gemini-2.5-flash", []string{"--skip-trust", "--approval-mode", "auto_edit", "--include-directories", "/work/repo", "--output-format", "stream-json", "-m", "gemini-2.5-flash", "--prompt", "(end of request)"}},
+		{"gemini", DangerFullAccess, "gemini-2.5-flash", []string{"--skip-trust", "--yolo", "--include-directories", "/work/repo", "--output-format", "stream-json", "-m", "gemini-2.5-flash", "--prompt", "(end of request)"}},
 
-		{"claude", ReadOnly, "", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS", "--allowedTools", "Read,Grep,Glob,LS", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
-		{"claude", WorkspaceWrite, "", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS,Edit,Write", "--allowedTools", "Read,Grep,Glob,LS,Edit,Write", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
-		{"claude", DangerFullAccess, "", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--max-turns", "10", "--dangerously-skip-permissions", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
-		{"claude", ReadOnly, "sonnet", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS", "--allowedTools", "Read,Grep,Glob,LS", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
-		{"claude", WorkspaceWrite, "sonnet", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS,Edit,Write", "--allowedTools", "Read,Grep,Glob,LS,Edit,Write", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
-		{"claude", DangerFullAccess, "sonnet", []string{"-p", "--output-format", "json", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--dangerously-skip-permissions", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
+		{"claude", ReadOnly, "", []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--add-dir", "/work/repo", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS", "--allowedTools", "Read,Grep,Glob,LS", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
+		{"claude", WorkspaceWrite, "", []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--add-dir", "/work/repo", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS,Edit,Write", "--allowedTools", "Read,Grep,Glob,LS,Edit,Write", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
+		{"claude", DangerFullAccess, "", []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--add-dir", "/work/repo", "--max-turns", "10", "--dangerously-skip-permissions", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
+		{"claude", ReadOnly, "sonnet", []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS", "--allowedTools", "Read,Grep,Glob,LS", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
+		{"claude", WorkspaceWrite, "sonnet", []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--tools", "Read,Grep,Glob,LS,Edit,Write", "--allowedTools", "Read,Grep,Glob,LS,Edit,Write", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
+		{"claude", DangerFullAccess, "sonnet", []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--add-dir", "/work/repo", "--model", "sonnet", "--max-turns", "10", "--dangerously-skip-permissions", "--disable-slash-commands", "--disallowedTools", "Task", "--no-session-persistence"}},
 
-		{"qwen", ReadOnly, "", []string{"--approval-mode", "plan", "--output-format", "json", P}},
-		{"qwen", WorkspaceWrite, "", []string{"--approval-mode", "auto-edit", "--output-format", "json", P}},
-		{"qwen", DangerFullAccess, "", []string{"--approval-mode", "yolo", "--output-format", "json", P}},
-		{"qwen", ReadOnly, "qwen3-coder", []string{"--approval-mode", "plan", "--output-format", "json", "-m", "qwen3-coder", P}},
-		{"qwen", WorkspaceWrite, "qwen3-coder", []string{"--approval-mode", "auto-edit", "--output-format", "json", "-m", "qwen3-coder", P}},
-		{"qwen", DangerFullAccess, "qwen3-coder", []string{"--approval-mode", "yolo", "--output-format", "json", "-m", "qwen3-coder", P}},
+		{"qwen", ReadOnly, "", []string{"--approval-mode", "plan", "--output-format", "stream-json", "--include-partial-messages"}},
+		{"qwen", WorkspaceWrite, "", []string{"--approval-mode", "auto-edit", "--output-format", "stream-json", "--include-partial-messages"}},
+		{"qwen", DangerFullAccess, "", []string{"--approval-mode", "yolo", "--output-format", "stream-json", "--include-partial-messages"}},
+		{"qwen", ReadOnly, "qwen3-coder", []string{"--approval-mode", "plan", "--output-format", "stream-json", "--include-partial-messages", "-m", "qwen3-coder"}},
+		{"qwen", WorkspaceWrite, "qwen3-coder", []string{"--approval-mode", "auto-edit", "--output-format", "stream-json", "--include-partial-messages", "-m", "qwen3-coder"}},
+		{"qwen", DangerFullAccess, "qwen3-coder", []string{"--approval-mode", "yolo", "--output-format", "stream-json", "--include-partial-messages", "-m", "qwen3-coder"}},
 
 		{"opencode", ReadOnly, "", []string{"run", "--format", "json", "--dir", "/work/repo"}},
 		{"opencode", WorkspaceWrite, "", []string{"run", "--format", "json", "--dir", "/work/repo"}},
@@ -74,6 +74,9 @@ func TestPlanArgv(t *testing.T) {
 		{"opencode", ReadOnly, "ollama/qwen3", []string{"run", "--format", "json", "--dir", "/work/repo", "--model", "ollama/qwen3"}},
 		{"opencode", WorkspaceWrite, "ollama/qwen3", []string{"run", "--format", "json", "--dir", "/work/repo", "--model", "ollama/qwen3"}},
 		{"opencode", DangerFullAccess, "ollama/qwen3", []string{"run", "--format", "json", "--dir", "/work/repo", "--model", "ollama/qwen3"}},
+
+		{"agy", ReadOnly, "", []string{"--add-dir", "/work/repo", "--print-timeout", "595s", "--sandbox", "--mode", "plan"}},
+		{"agy", ReadOnly, "gemini-3-pro", []string{"--add-dir", "/work/repo", "--print-timeout", "595s", "--sandbox", "--mode", "plan", "--model", "gemini-3-pro"}},
 	}
 	seen := map[string]int{}
 	for _, tt := range tests {
@@ -89,19 +92,14 @@ func TestPlanArgv(t *testing.T) {
 			if inv.Dir != "/work/repo" {
 				t.Errorf("dir = %q, want the repo", inv.Dir)
 			}
-			if tt.backend == "gemini" || tt.backend == "qwen" {
-				if inv.Stdin != "" {
-					t.Errorf("a small prompt for %s must not race its 500 ms stdin timer: stdin = %q", tt.backend, inv.Stdin)
-				}
-			} else {
-				// the prompt travels on stdin and never in argv (128 KiB argv cap)
-				if inv.Stdin != P {
-					t.Errorf("stdin = %q", inv.Stdin)
-				}
-				for _, a := range inv.Args {
-					if strings.Contains(a, "PROMPT") {
-						t.Errorf("prompt leaked into argv: %q", a)
-					}
+			// every friend gets the prompt on stdin, never in argv, where any
+			// local user reads it in /proc/<pid>/cmdline (and argv caps at 128 KiB)
+			if inv.Stdin != P {
+				t.Errorf("stdin = %q", inv.Stdin)
+			}
+			for _, a := range inv.Args {
+				if strings.Contains(a, "PROMPT") {
+					t.Errorf("prompt leaked into argv: %q", a)
 				}
 			}
 			if v, _ := lookupEnv(inv.Env, "PHONE_A_FRIEND_DEPTH"); v != "1" {
@@ -113,6 +111,9 @@ func TestPlanArgv(t *testing.T) {
 		if seen[n] != 6 {
 			t.Errorf("%s has %d argv cases, want 3 sandboxes × 2 models", n, seen[n])
 		}
+	}
+	if seen["agy"] != 2 {
+		t.Errorf("agy has %d argv cases, want read-only × 2 models", seen["agy"])
 	}
 }
 
@@ -249,25 +250,27 @@ func TestTempDirRemoved(t *testing.T) {
 
 func asError(err error, target **Error) bool { return errors.As(err, target) }
 
-// TestLargePromptOnStdin: above ArgvPromptMax gemini and qwen get the prompt
-// on stdin (gemini with a short -p), never in one oversized argv element.
+// TestLargePromptOnStdin: a prompt of any size goes on stdin, for every
+// friend; argv holds no element near the 128 KiB cap.
 func TestLargePromptOnStdin(t *testing.T) {
-	for _, n := range []int{ArgvPromptMax, ArgvPromptMax + 1, 500_000} {
-		req := baseReq(ReadOnly, "")
-		req.Prompt = strings.Repeat("x", n)
-		for _, name := range []string{"gemini", "qwen"} {
-			inv := planFor(t, name, req)
-			inArgv := slices.Contains(inv.Args, req.Prompt)
-			if n <= ArgvPromptMax && (!inArgv || inv.Stdin != "") || n > ArgvPromptMax && (inArgv || inv.Stdin != req.Prompt) {
-				t.Errorf("%s with %d bytes: in argv %v, stdin %d bytes", name, n, inArgv, len(inv.Stdin))
-			}
-			for _, a := range inv.Args {
-				if len(a) > 131_071 {
-					t.Errorf("%s: argv element of %d bytes would fail with E2BIG", name, len(a))
-				}
-			}
-			if name == "gemini" && n > ArgvPromptMax && inv.Args[len(inv.Args)-1] != geminiPromptSuffix {
-				t.Errorf("gemini stdin mode needs the short -p, argv ends %q", inv.Args[len(inv.Args)-2:])
+	req := baseReq(ReadOnly, "")
+	req.Prompt = strings.Repeat("x", 500_000)
+	for _, name := range Names() {
+		b, _ := New(name, Options{LookPath: fakeLookPath})
+		cb, ok := b.(*cliBackend)
+		if !ok {
+			continue // ollama: HTTP
+		}
+		inv, err := cb.Plan(req, "/tmp/paf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inv.Stdin != req.Prompt || slices.Contains(inv.Args, req.Prompt) {
+			t.Errorf("%s: stdin %d bytes, prompt in argv %v", name, len(inv.Stdin), slices.Contains(inv.Args, req.Prompt))
+		}
+		for _, a := range inv.Args {
+			if len(a) > 4096 {
+				t.Errorf("%s: argv element of %d bytes", name, len(a))
 			}
 		}
 	}

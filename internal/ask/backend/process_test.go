@@ -71,7 +71,7 @@ sleep 300
 	start := time.Now()
 	_, err := b.Run(context.Background(), req)
 	var be *Error
-	if !asError(err, &be) || be.Kind != KindTimeout || be.Message != "gemini timed out after 1s" {
+	if !asError(err, &be) || be.Kind != KindTimeout || !strings.HasPrefix(be.Message, "gemini timed out after 1s\n") {
 		t.Fatalf("err = %v", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -132,5 +132,154 @@ func TestProcessOutputCaps(t *testing.T) {
 	var be *Error
 	if !asError(err, &be) || be.Message != "codex exec printed more than 1048576 bytes on stdout" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A CLI that exits 0 without reading its stdin (gemini's 500 ms stdin timer
+// on a busy machine) answered some other question: relay asks once more,
+// then says so instead of passing that answer on.
+func TestPromptNotReadIsRetriedThenRefused(t *testing.T) {
+	count := filepath.Join(t.TempDir(), "count")
+	// the first run ignores stdin; the second reads it
+	fake := writeFake(t, "qwen", fmt.Sprintf(`echo x >> %[1]q
+if [ "$(wc -l < %[1]q)" -ge 2 ]; then cat > /dev/null; fi
+printf '{"type":"result","subtype":"success","is_error":false,"result":"ok"}\n'
+`, count))
+	b, _ := New("qwen", Options{LookPath: func(string) (string, error) { return fake, nil }})
+	req := baseReq(ReadOnly, "")
+	req.Repo, req.Timeout = t.TempDir(), 30*time.Second
+	var warned []string
+	req.OnEvent = func(ev Event) {
+		if ev.Kind == EventWarning {
+			warned = append(warned, ev.Text)
+		}
+	}
+	res, err := b.Run(context.Background(), req)
+	if err != nil || res.Answer != "ok" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "did not read the prompt") {
+		t.Errorf("warnings = %q", warned)
+	}
+
+	never := writeFake(t, "qwen", `printf '{"type":"result","subtype":"success","is_error":false,"result":"an answer to nothing"}\n'
+`)
+	b, _ = New("qwen", Options{LookPath: func(string) (string, error) { return never, nil }})
+	_, err = b.Run(context.Background(), req)
+	var be *Error
+	if !asError(err, &be) || be.Kind != KindPromptNotRead || !strings.Contains(be.Message, "without reading the prompt") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The prompt file is private to the user and gone after the run.
+func TestPromptFileIsPrivate(t *testing.T) {
+	seen := filepath.Join(t.TempDir(), "seen")
+	fake := writeFake(t, "claude", fmt.Sprintf(`f=$(readlink /proc/$$/fd/0); stat -c %%a "$f" > %q; echo "$f" >> %q; cat > /dev/null
+printf '{"type":"result","result":"ok"}\n'
+`, seen, seen))
+	b, _ := New("claude", Options{LookPath: func(string) (string, error) { return fake, nil }})
+	req := baseReq(ReadOnly, "")
+	req.Repo, req.Timeout = t.TempDir(), 30*time.Second
+	if _, err := b.Run(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(raw))
+	if len(lines) != 2 || lines[0] != "600" {
+		t.Fatalf("stdin mode/path = %q, want a 0600 file", lines)
+	}
+	if _, err := os.Stat(lines[1]); !os.IsNotExist(err) {
+		t.Errorf("prompt file %s left behind", lines[1])
+	}
+}
+
+// A fatal event ends the run at once (not at the timeout), with the friend's
+// own words, and nothing it started is left.
+func TestFatalEventEndsRunEarly(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	fake := writeFake(t, "codex", fmt.Sprintf(`cat > /dev/null
+sleep 300 & echo $! > %q
+echo '{"type":"thread.started","thread_id":"t-1"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}'
+sleep 300
+`, pidFile))
+	b, _ := New("codex", Options{LookPath: func(string) (string, error) { return fake, nil }})
+	req := baseReq(ReadOnly, "")
+	req.Repo, req.Timeout = t.TempDir(), 120*time.Second
+	var events []Event
+	req.OnEvent = func(ev Event) { events = append(events, ev) }
+	start := time.Now()
+	_, err := b.Run(context.Background(), req)
+	var be *Error
+	if !asError(err, &be) || be.Kind != KindUnreachable || be.Message != "Reconnecting... waiting for network (Connection failed: error sending request)" {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(be.Hint, "network") {
+		t.Errorf("hint %q", be.Hint)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %s", d)
+	}
+	var texts []string
+	for _, ev := range events {
+		texts = append(texts, string(ev.Kind)+": "+ev.Text)
+	}
+	want := []string{"status: starting codex exec", "status: started thread t-1", "status: waiting for the model",
+		"warning: Reconnecting... waiting for network (Connection failed: error sending request)"}
+	if strings.Join(texts, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(texts, "\n"), strings.Join(want, "\n"))
+	}
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("grandchild %d outlived the run", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Text arrives as the friend writes it, in order, before the run ends.
+func TestStreamedTextArrivesInOrder(t *testing.T) {
+	fake := writeFake(t, "gemini", `cat > /dev/null
+echo '{"type":"init","session_id":"g","model":"m"}'
+for w in one two three; do echo "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"$w \",\"delta\":true}"; done
+echo '{"type":"result","status":"success"}'
+`)
+	b, _ := New("gemini", Options{LookPath: func(string) (string, error) { return fake, nil }})
+	req := baseReq(ReadOnly, "")
+	req.Repo, req.Timeout = t.TempDir(), 30*time.Second
+	var got strings.Builder
+	req.OnEvent = func(ev Event) {
+		if ev.Kind == EventText {
+			got.WriteString(ev.Text)
+		}
+	}
+	res, err := b.Run(context.Background(), req)
+	if err != nil || res.Answer != "one two three" || got.String() != "one two three " {
+		t.Fatalf("Run = %q, %v; streamed %q", res.Answer, err, got.String())
+	}
+}
+
+func TestLineWriter(t *testing.T) {
+	var lines []string
+	l := &lineWriter{max: 5, fn: func(b []byte) { lines = append(lines, string(b)) }}
+	for _, chunk := range []string{"ab", "c\nde", "fghij\nk", "\n\nlast"} {
+		_, _ = l.Write([]byte(chunk))
+	}
+	l.flush()
+	want := []string{"abc", "defgh", "k", "", "last"}
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Fatalf("lines = %q, want %q", lines, want)
 	}
 }

@@ -44,6 +44,10 @@ func fakeFriendMain(name string) int {
 		fmt.Printf("%s 9.9.9-fake\n", name)
 		return 0
 	}
+	if out, code, ok := loginStatus(name, args); ok {
+		fmt.Print(out)
+		return code
+	}
 	stdin, _ := io.ReadAll(os.Stdin)
 	// the prompt as the real CLI would see it: stdin, or (gemini, qwen) an argv element
 	prompt := stdin
@@ -81,11 +85,14 @@ func fakeFriendMain(name string) int {
 		}
 	}
 	if pidFile := fakeEnv(name, "PIDFILE"); pidFile != "" {
-		// a grandchild that would outlive us unless the whole group is killed
-		child := exec.Command("sleep", "300")
+		// a grandchild that ignores SIGTERM and would outlive us unless the whole group is killed
+		child := exec.Command("sh", "-c", "trap '' TERM; sleep 300 & wait; sleep 300")
 		if err := child.Start(); err == nil {
 			_ = os.WriteFile(pidFile, []byte(fmt.Sprintf("%d\n%d\n", os.Getpid(), child.Process.Pid)), 0o644)
 		}
+	}
+	if sc := fakeEnv(name, "SCENARIO"); sc != "" {
+		return scenario(name, sc, args)
 	}
 	if s := fakeEnv(name, "SLEEP"); s != "" {
 		secs, _ := strconv.ParseFloat(s, 64)
@@ -165,21 +172,35 @@ func fakeFriendMain(name string) int {
 			}
 		}
 		emit(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": inTok, "cached_input_tokens": 0, "output_tokens": outTok}})
-	case "claude":
+	case "claude", "qwen":
 		session := argAfter(args, "--session-id")
 		if session == "" {
 			session = argAfter(args, "-r")
 		}
 		if session == "" {
-			session = "fake-claude-ephemeral"
+			session = "fake-" + name + "-ephemeral"
 		}
 		model := argAfter(args, "--model")
-		if model == "" {
-			model = "claude-fake-default"
+		if name == "qwen" {
+			model = argAfter(args, "-m")
 		}
-		emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": answer, "session_id": session,
-			"num_turns": 1, "total_cost_usd": 0.0125, "usage": map[string]any{"input_tokens": inTok, "output_tokens": outTok},
-			"modelUsage": map[string]any{model: map[string]any{"costUSD": 0.0125, "outputTokens": outTok}}})
+		if model == "" {
+			model = name + "-fake-default"
+		}
+		emit(map[string]any{"type": "system", "subtype": "init", "session_id": session, "model": model})
+		emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}})
+		for _, part := range halves(answer) {
+			emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": part}}})
+		}
+		emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "content_block_stop", "index": 0}})
+		emit(map[string]any{"type": "assistant", "message": map[string]any{"model": model, "content": []any{map[string]any{"type": "text", "text": answer}}}})
+		res := map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": answer, "session_id": session,
+			"num_turns": 1, "usage": map[string]any{"input_tokens": inTok, "output_tokens": outTok}}
+		if name == "claude" {
+			res["total_cost_usd"] = 0.0125
+			res["modelUsage"] = map[string]any{model: map[string]any{"costUSD": 0.0125, "outputTokens": outTok}}
+		}
+		emit(res)
 	case "gemini":
 		session := argAfter(args, "--session-id")
 		if session == "" {
@@ -189,20 +210,13 @@ func fakeFriendMain(name string) int {
 		if model == "" {
 			model = "gemini-fake-default"
 		}
-		emit(map[string]any{"session_id": session, "response": answer,
-			"stats": map[string]any{"models": map[string]any{model: map[string]any{"tokens": map[string]any{"prompt": inTok, "candidates": outTok}}}}})
-	case "qwen":
-		model := argAfter(args, "-m")
-		if model == "" {
-			model = "qwen-fake-default"
+		emit(map[string]any{"type": "init", "session_id": session, "model": model})
+		emit(map[string]any{"type": "message", "role": "user", "content": "(the prompt)"})
+		for _, part := range halves(answer) {
+			emit(map[string]any{"type": "message", "role": "assistant", "content": part, "delta": true})
 		}
-		evs := []any{
-			map[string]any{"type": "system", "subtype": "init", "session_id": "q-1", "model": model},
-			map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]any{"type": "text", "text": answer}},
-				"usage": map[string]any{"input_tokens": inTok, "output_tokens": outTok}}},
-			map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": answer},
-		}
-		emit(evs)
+		emit(map[string]any{"type": "result", "status": "success", "stats": map[string]any{"input_tokens": inTok, "output_tokens": outTok,
+			"models": map[string]any{model: map[string]any{"input_tokens": inTok, "output_tokens": outTok}}}})
 	case "opencode":
 		emit(map[string]any{"type": "step_start", "sessionID": "ses_fake", "part": map[string]any{"type": "step-start"}})
 		if answer != "" {
@@ -210,6 +224,181 @@ func fakeFriendMain(name string) int {
 		}
 		emit(map[string]any{"type": "step_finish", "sessionID": "ses_fake", "part": map[string]any{"type": "step-finish", "cost": 0.001,
 			"tokens": map[string]any{"input": inTok, "output": outTok}}})
+	case "agy":
+		fmt.Println(answer)
 	}
 	return 0
+}
+
+// halves splits an answer so a stream carries more than one delta.
+func halves(s string) []string {
+	if len(s) < 2 {
+		return []string{s}
+	}
+	return []string{s[:len(s)/2], s[len(s)/2:]}
+}
+
+// scenario plays one way a real friend CLI behaves badly (FAKE_SCENARIO):
+// the event it prints, then what it does next (usually: nothing, forever).
+func scenario(name, sc string, args []string) int {
+	emit := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Println(string(b))
+	}
+	silence := func() int { time.Sleep(300 * time.Second); return 0 }
+	start := map[string]func(){
+		"codex": func() {
+			emit(map[string]any{"type": "thread.started", "thread_id": "fake-thread-0001"})
+			emit(map[string]any{"type": "turn.started"})
+		},
+		"claude": func() {
+			emit(map[string]any{"type": "system", "subtype": "init", "session_id": "s", "model": "claude-fake"})
+		},
+		"qwen": func() {
+			emit(map[string]any{"type": "system", "subtype": "init", "session_id": "s", "model": "qwen-fake"})
+		},
+		"gemini": func() { emit(map[string]any{"type": "init", "session_id": "s", "model": "gemini-fake"}) },
+	}
+	if f := start[name]; f != nil {
+		f()
+	}
+	switch sc {
+	case "network": // the network is down: the CLI says so once, then retries quietly
+		switch name {
+		case "codex":
+			emit(map[string]any{"type": "error", "message": "Reconnecting... 2/5 (stream disconnected before completion: failed to lookup address information: Name does not resolve)"})
+		case "claude":
+			for i := 1; i <= 2; i++ {
+				emit(map[string]any{"type": "system", "subtype": "api_retry", "attempt": i, "max_retries": 10, "error_status": nil, "error": "unknown"})
+			}
+		case "qwen":
+			t := "[API Error: Connection error. (cause: fetch failed)]"
+			emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}})
+			emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": t}}})
+			emit(map[string]any{"type": "assistant", "message": map[string]any{"model": "qwen-fake", "content": []any{map[string]any{"type": "text", "text": t}}}})
+		case "gemini":
+			fmt.Fprintln(os.Stderr, "Attempt 1 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request")
+		case "opencode":
+			emit(map[string]any{"type": "error", "error": map[string]any{"name": "APIError", "data": map[string]any{"message": "Unable to connect. Is the computer able to access the url? (ECONNREFUSED)"}}})
+		case "agy":
+			fmt.Fprintln(os.Stderr, "Error: dial tcp: lookup generativelanguage.googleapis.com: no such host")
+		}
+		return silence()
+	case "login": // no credentials
+		switch name {
+		case "claude":
+			emit(map[string]any{"type": "assistant", "message": map[string]any{"model": "<synthetic>", "content": []any{map[string]any{"type": "text", "text": "Not logged in · Please run /login"}}}})
+			emit(map[string]any{"type": "result", "subtype": "success", "is_error": true, "result": "Not logged in · Please run /login"})
+			return 1
+		case "codex":
+			emit(map[string]any{"type": "error", "message": "unexpected status 401 Unauthorized: Missing bearer or basic authentication in header"})
+		case "gemini":
+			fmt.Fprintln(os.Stderr, "Please set an Auth method in your /root/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA")
+			return 41
+		default:
+			fmt.Fprintln(os.Stderr, "Error: not authenticated: 401 Unauthorized")
+		}
+		return silence()
+	case "unsupported": // Gemini CLI with a personal Google account since 2026-06-18
+		fmt.Fprintln(os.Stderr, "Failed to sign in. Message: This client is no longer supported for Gemini Code Assist for individuals. To continue using Gemini, please migrate to the Antigravity suite of products: https://antigravity.google (reasonCode: UNSUPPORTED_CLIENT)")
+		return silence()
+	case "quota":
+		emit(map[string]any{"type": "error", "message": "Quota exceeded. Check your plan and billing details."})
+		return silence()
+	case "hang": // started, then silence: only the timeout ends it
+		return silence()
+	case "slow", "gated": // the answer in pieces; "gated" waits for $FAKE_GATE to exist before the rest
+		words := strings.Fields(fakeEnv(name, "ANSWER"))
+		if len(words) == 0 {
+			words = strings.Fields("the slow answer arrives word by word")
+		}
+		for i, w := range words {
+			if i > 0 {
+				w = " " + w
+			}
+			piece(name, w)
+			if sc == "gated" && i == 0 {
+				gate := os.Getenv("FAKE_GATE")
+				for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if _, err := os.Stat(gate); err == nil {
+						break
+					}
+				}
+			} else if sc == "slow" {
+				time.Sleep(150 * time.Millisecond)
+			}
+		}
+		finish(name, strings.Join(words, " "), args)
+		return 0
+	case "huge": // an answer of $FAKE_HUGE_BYTES bytes (default 5,000,000), in one piece
+		n, _ := strconv.Atoi(os.Getenv("FAKE_HUGE_BYTES"))
+		if n <= 0 {
+			n = 5_000_000
+		}
+		line := strings.Repeat("x", 99) + "\n"
+		big := strings.Repeat(line, n/len(line)) + "HUGE-END"
+		piece(name, big)
+		finish(name, big, args)
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "fakefriend: unknown FAKE_SCENARIO "+sc)
+	return 2
+}
+
+// piece prints one piece of the answer the way the CLI streams it.
+func piece(name, text string) {
+	emit := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Println(string(b))
+	}
+	switch name {
+	case "claude", "qwen":
+		emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": text}}})
+	case "gemini":
+		emit(map[string]any{"type": "message", "role": "assistant", "content": text, "delta": true})
+	case "codex":
+		emit(map[string]any{"type": "item.completed", "item": map[string]any{"type": "agent_message", "text": text}})
+	case "opencode":
+		emit(map[string]any{"type": "text", "part": map[string]any{"type": "text", "text": text}})
+	case "agy":
+		fmt.Println(text)
+	}
+}
+
+// finish ends a streamed answer the way the CLI does.
+func finish(name, answer string, args []string) {
+	emit := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Println(string(b))
+	}
+	switch name {
+	case "claude", "qwen":
+		emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": answer, "session_id": "s"})
+	case "gemini":
+		emit(map[string]any{"type": "result", "status": "success"})
+	case "codex":
+		if f := argAfter(args, "--output-last-message"); f != "" {
+			_ = os.WriteFile(f, []byte(answer+"\n"), 0o644)
+		}
+		emit(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}})
+	}
+}
+
+// loginStatus answers the login-status commands relay backends runs, without
+// touching $FAKE_LOG: logged in unless FAKE_LOGGED_OUT(_NAME)=1.
+func loginStatus(name string, args []string) (string, int, bool) {
+	out := fakeEnv(name, "LOGGED_OUT") == "1"
+	switch {
+	case name == "codex" && slices.Equal(args, []string{"login", "status"}):
+		if out {
+			return "WARNING: proceeding, even though we could not create PATH aliases\nNot logged in\n", 1, true
+		}
+		return "Logged in using an API key - sk-fake***\n", 0, true
+	case name == "claude" && slices.Equal(args, []string{"auth", "status", "--json"}):
+		if out {
+			return `{"loggedIn": false, "authMethod": "none", "apiProvider": "firstParty"}` + "\n", 1, true
+		}
+		return `{"loggedIn": true, "authMethod": "api_key", "apiProvider": "firstParty", "apiKeySource": "ANTHROPIC_API_KEY"}` + "\n", 0, true
+	}
+	return "", 0, false
 }
