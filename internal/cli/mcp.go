@@ -171,6 +171,8 @@ func mcpAPIErr(err error, thread string) error {
 			return &mcp.ArgError{Msg: ae.Message, Hint: `omit thread to use this project's thread, or make one with memory {"op":"new_thread"}`}
 		case ae.Status == 404 && thread != "":
 			return &mcp.ArgError{Msg: ae.Message, Hint: `find refs with memory {"op":"search","query":"…"} or {"op":"events"}`}
+		case ae.Code == "name_taken":
+			return &mcp.ArgError{Msg: ae.Message, Hint: `use that thread (pass its id as "thread"), or choose another name`}
 		case ae.Code == "invalid_args" || ae.Code == "blocked_address":
 			return &mcp.ArgError{Msg: ae.Message, Hint: "check the arguments; fetch reaches public http(s) URLs only"}
 		}
@@ -370,7 +372,11 @@ func (m *mcpMemory) defaultThread(ctx context.Context, create bool) (string, err
 		return "", nil
 	}
 	var t memory.Thread
-	if err := m.do(ctx, "", func(c *client.Client) (err error) { t, err = c.CreateThread(ctx, filepath.Base(dir)); return err }); err != nil {
+	// the project's name may already name a thread (made by hand): take the next free one
+	if err := m.do(ctx, "", func(c *client.Client) (err error) {
+		t, err = c.CreateThreadIf(ctx, filepath.Base(dir), memory.NameTakenNext)
+		return err
+	}); err != nil {
 		return "", err
 	}
 	if persist {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/client"
 )
 
 func newCmdThread(f *Factory) *cobra.Command {
@@ -26,9 +27,10 @@ func newCmdThread(f *Factory) *cobra.Command {
 
 // ThreadNewOptions are the inputs of `relay thread new`.
 type ThreadNewOptions struct {
-	F    *Factory
-	Name string
-	JSON bool
+	F     *Factory
+	Name  string
+	Reuse bool
+	JSON  bool
 }
 
 func newCmdThreadNew(f *Factory) *cobra.Command {
@@ -37,13 +39,22 @@ func newCmdThreadNew(f *Factory) *cobra.Command {
 		Use:   "new",
 		Short: "Create a thread and print its thread_id",
 		Long: `Create a thread and print its id. On a terminal the line is "thread_id  <id>";
-otherwise only the id, so TID=$(relay thread new) works.`,
+otherwise only the id, so TID=$(relay thread new) works.
+
+Names are unique in a store, so a name always finds one thread: when another thread
+already has --name, thread new fails and names it; --reuse prints that thread's id instead.`,
+		Example: `  relay thread new --name auth-refactor
+  TID=$(relay thread new --name auth-refactor --reuse)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Reuse && opts.Name == "" {
+				return WithHint(Usagef("--reuse needs --name"), "relay thread new --name NAME --reuse")
+			}
 			return threadNewRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Name, "name", "", "a name to recognise the thread by")
+	cmd.Flags().StringVar(&opts.Name, "name", "", "a name to recognise the thread by (unique in the store)")
+	cmd.Flags().BoolVar(&opts.Reuse, "reuse", false, "when a thread already has --name, use it instead of failing")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the thread as JSON")
 	return cmd
 }
@@ -53,9 +64,19 @@ func threadNewRun(ctx context.Context, opts *ThreadNewOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.CreateThread(ctx, opts.Name)
+	ifTaken := memory.NameTakenFail
+	if opts.Reuse {
+		ifTaken = memory.NameTakenReuse
+	}
+	t, err := c.CreateThreadIf(ctx, opts.Name, ifTaken)
+	if client.IsCode(err, "name_taken") {
+		return WithHint(err, fmt.Sprintf("relay thread new --name %s --reuse   (to use that thread), or choose another --name", shellQuote(opts.Name)))
+	}
 	if err != nil {
 		return apiErr(err, "")
+	}
+	if t.Reused {
+		fmt.Fprintf(opts.F.IO.ErrOut, "Using the existing thread %s named %s.\n", t.ID, field(t.Name))
 	}
 	if opts.JSON {
 		return writeJSON(opts.F.IO.Out, t)

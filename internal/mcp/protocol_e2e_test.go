@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -104,4 +105,37 @@ func TestProtocolVersions(t *testing.T) {
 	if !slices.Contains(versions, "2025-06-18") {
 		t.Fatalf("the SDK no longer speaks 2025-06-18 (today's Codex and Gemini CLI): %v", versions)
 	}
+}
+
+// The issue's second first-use case: in a project named demo, thread new --name demo and
+// then the first relay mcp call made a second thread named demo. The project thread now
+// takes the next free name, and every name finds one thread.
+func TestProjectThreadTakesTheNextFreeName(t *testing.T) {
+	w := newWorld(t)
+	name := filepath.Base(w.project)
+	w.run(t, w.relay, "up")
+	mine := strings.TrimSpace(w.run(t, w.relay, "thread", "new", "--name", name))
+	cs := w.connect(t, nil)
+	mustOK(t, cs, "memory", map[string]any{"op": "header"})
+	project := strings.TrimSpace(readFile(t, w, ".relaycode/thread"))
+	if project == mine {
+		t.Fatal("relay mcp took the user's thread as the project's")
+	}
+	var runs struct {
+		Threads []struct {
+			ID   string `json:"thread_id"`
+			Name string `json:"name"`
+		} `json:"threads"`
+	}
+	if err := json.Unmarshal([]byte(w.run(t, w.relay, "runs", "--json")), &runs); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, th := range runs.Threads {
+		names[th.ID] = th.Name
+	}
+	if names[mine] != name || names[project] != name+" (2)" {
+		t.Fatalf("threads %v: want %s named %q and the project's %s named %q", names, mine, name, project, name+" (2)")
+	}
+	w.run(t, w.relay, "stats", name) // one thread per name: no "matches 2 threads"
 }

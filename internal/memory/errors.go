@@ -79,6 +79,17 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("thread %s already exists; import a copy with --as-new", e.ID)
 }
 
+// NameTakenError says another thread already has the name: names are unique per store, so
+// that a name always resolves to one thread.
+type NameTakenError struct {
+	Name     string
+	ThreadID string // the thread that has it
+}
+
+func (e *NameTakenError) Error() string {
+	return fmt.Sprintf("a thread named %q already exists: %s", e.Name, e.ThreadID)
+}
+
 // CorruptError says stored data cannot be read back (e.g. a state snapshot that is
 // not a state document). It is the data's fault, not a request's or the server's.
 type CorruptError struct {

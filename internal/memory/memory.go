@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"time"
 )
@@ -92,12 +93,65 @@ type Thread struct {
 	EventCount    int     `json:"event_count"`
 	LastEventID   int64   `json:"last_event_id"`
 	Metrics       Metrics `json:"metrics"`
+	// Reused is set when CreateThread returned an existing thread (NameTakenReuse).
+	Reused bool `json:"reused,omitempty"`
 }
 
 // CreateThreadParams are the inputs of CreateThread.
 type CreateThreadParams struct {
 	Name string
+	// IfNameTaken says what happens when another thread already has Name (names are unique
+	// per store; unnamed threads are not checked): NameTakenFail, NameTakenReuse or NameTakenNext.
+	IfNameTaken string
 }
+
+// What CreateThread does with a name another thread has.
+const (
+	NameTakenFail  = ""      // fail with *NameTakenError naming that thread
+	NameTakenReuse = "reuse" // return that thread, with Reused set
+	NameTakenNext  = "next"  // take the first free "name (2)", "name (3)", …
+)
+
+// CheckIfNameTaken validates CreateThreadParams.IfNameTaken.
+func CheckIfNameTaken(v string) error {
+	switch v {
+	case NameTakenFail, "error", NameTakenReuse, NameTakenNext:
+		return nil
+	}
+	return BadRequest("if_name_taken is one of: error, reuse, next (got %q)", v)
+}
+
+// FreeName is name when taken says no thread has it, else the first of "name (2)",
+// "name (3)", … that none has; a copy of "demo (2)" is "demo (3)". Backends call it inside
+// the write transaction that creates the thread, so two writers cannot take one name.
+func FreeName(name string, taken func(string) (bool, error)) (string, error) {
+	base, n := name, 1
+	if m := copySuffix.FindStringSubmatch(name); m != nil {
+		base = m[1]
+		n, _ = strconv.Atoi(m[2])
+	}
+	for cand := name; ; {
+		t, err := taken(cand)
+		if err != nil {
+			return "", fmt.Errorf("look up thread name: %w", err)
+		}
+		if !t {
+			return cand, nil
+		}
+		n++
+		cand = fmt.Sprintf("%s (%d)", base, n)
+	}
+}
+
+// NameBase is name without a " (n)" copy suffix.
+func NameBase(name string) string {
+	if m := copySuffix.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return name
+}
+
+var copySuffix = regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`)
 
 // State is one version of a thread's state document.
 type State struct {

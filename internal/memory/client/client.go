@@ -81,6 +81,8 @@ type APIError struct {
 	// RetryAfter is the daemon's Retry-After (503 unavailable: its store's database is
 	// restarting or unreachable), zero when it sent none.
 	RetryAfter time.Duration
+	// ThreadID is, for name_taken, the thread that has the name.
+	ThreadID string
 }
 
 // Unavailable reports whether err is the daemon's 503: its store did not answer, and the
@@ -196,6 +198,7 @@ func decodeError(resp *http.Response) error {
 			Op             *int     `json:"op"`
 			Path           string   `json:"path"`
 			DidYouMean     []string `json:"did_you_mean"`
+			ThreadID       string   `json:"thread_id"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &body) != nil || body.Error.Code == "" {
@@ -203,7 +206,7 @@ func decodeError(resp *http.Response) error {
 			Message: fmt.Sprintf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
 	}
 	e := body.Error
-	ae := &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message, CurrentVersion: e.CurrentVersion, Op: e.Op, Path: e.Path, DidYouMean: e.DidYouMean}
+	ae := &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message, CurrentVersion: e.CurrentVersion, Op: e.Op, Path: e.Path, DidYouMean: e.DidYouMean, ThreadID: e.ThreadID}
 	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 && n <= 3600 {
 		ae.RetryAfter = time.Duration(n) * time.Second
 	}
@@ -273,8 +276,19 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 
 // CreateThread calls POST /threads.
 func (c *Client) CreateThread(ctx context.Context, name string) (memory.Thread, error) {
+	return c.CreateThreadIf(ctx, name, memory.NameTakenFail)
+}
+
+// CreateThreadIf calls POST /threads saying what to do when another thread has the name
+// (memory.NameTakenFail, NameTakenReuse or NameTakenNext); a taken name fails with an
+// *APIError of code name_taken whose ThreadID is that thread.
+func (c *Client) CreateThreadIf(ctx context.Context, name, ifNameTaken string) (memory.Thread, error) {
+	body := map[string]string{"name": name}
+	if ifNameTaken != "" {
+		body["if_name_taken"] = ifNameTaken
+	}
 	var t memory.Thread
-	err := c.doJSON(ctx, Request{Method: http.MethodPost, Path: "/threads", Body: jsonBody(map[string]string{"name": name}), Type: "application/json"}, &t)
+	err := c.doJSON(ctx, Request{Method: http.MethodPost, Path: "/threads", Body: jsonBody(body), Type: "application/json"}, &t)
 	return t, err
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -313,29 +311,24 @@ func importLedger(ctx context.Context, tx pgx.Tx, id string, d *memory.ThreadDum
 	return nil
 }
 
-// freeName is name when no thread has it, else the first of "name (2)", "name (3)", … that
-// none has. Names are not unique in the schema, so concurrent imports of one name (through
-// any daemon) take a transaction lock on it first.
+// freeName is memory.FreeName under a transaction lock on the name's base, so concurrent
+// creators and imports of one name (through any daemon) cannot both take one.
 func freeName(ctx context.Context, tx pgx.Tx, name string) (string, error) {
-	base, n := name, 1
-	if m := copySuffix.FindStringSubmatch(name); m != nil { // a copy of "demo (2)" is "demo (3)"
-		base = m[1]
-		n, _ = strconv.Atoi(m[2])
+	if err := lockName(ctx, tx, name); err != nil {
+		return "", err
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('relay thread name ' || $1))`, base); err != nil {
-		return "", fmt.Errorf("lock thread name: %w", err)
-	}
-	for cand := name; ; {
+	return memory.FreeName(name, func(cand string) (bool, error) {
 		var taken int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM threads WHERE name = $1`, cand).Scan(&taken); err != nil {
-			return "", fmt.Errorf("look up thread name: %w", err)
-		}
-		if taken == 0 {
-			return cand, nil
-		}
-		n++
-		cand = fmt.Sprintf("%s (%d)", base, n)
-	}
+		err := tx.QueryRow(ctx, `SELECT count(*) FROM threads WHERE name = $1`, cand).Scan(&taken)
+		return taken > 0, err
+	})
 }
 
-var copySuffix = regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`)
+// lockName takes the transaction lock every writer of a thread name takes: on the name
+// without its " (n)" suffix, so "demo" and "demo (2)" share one.
+func lockName(ctx context.Context, tx pgx.Tx, name string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('relay thread name ' || $1))`, memory.NameBase(name)); err != nil {
+		return fmt.Errorf("lock thread name: %w", err)
+	}
+	return nil
+}

@@ -320,10 +320,18 @@ func (s *Store) CreateThread(ctx context.Context, p memory.CreateThreadParams) (
 	if err != nil {
 		return memory.Thread{}, fmt.Errorf("create thread: new state: %w", err)
 	}
-	data, _ := json.Marshal(map[string]string{"name": p.Name})
+	if err := memory.CheckIfNameTaken(p.IfNameTaken); err != nil {
+		return memory.Thread{}, err
+	}
 	var ev memory.Event
+	var name, reuse string
 	err = s.tx(ctx, "create thread", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO threads (id, name, created_at, updated_at, version) VALUES ($1, $2, $3, $3, 1)`, id, p.Name, at.Time); err != nil {
+		var err error
+		if name, reuse, err = threadName(ctx, tx, p); err != nil || reuse != "" {
+			return err
+		}
+		data, _ := json.Marshal(map[string]string{"name": name})
+		if _, err := tx.Exec(ctx, `INSERT INTO threads (id, name, created_at, updated_at, version) VALUES ($1, $2, $3, $3, 1)`, id, name, at.Time); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO state_snapshots (thread_id, version, doc) VALUES ($1, 1, $2)`, id, doc); err != nil {
@@ -332,7 +340,6 @@ func (s *Store) CreateThread(ctx context.Context, p memory.CreateThreadParams) (
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM threads WHERE id = $1 FOR UPDATE`, id); err != nil {
 			return err
 		}
-		var err error
 		if ev, err = insertEvent(ctx, tx, id, memory.EventThreadCreated, at, data); err != nil {
 			return err
 		}
@@ -342,9 +349,40 @@ func (s *Store) CreateThread(ctx context.Context, p memory.CreateThreadParams) (
 	if err != nil {
 		return memory.Thread{}, err
 	}
+	if reuse != "" {
+		t, err := s.GetThread(ctx, reuse)
+		t.Reused = true
+		return t, err
+	}
 	s.setCache(id, &cached{version: 1, st: st, size: len(doc), snap: 1})
-	return memory.Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: memory.StateRef(1),
+	return memory.Thread{ID: id, Name: name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: memory.StateRef(1),
 		EventCount: 1, LastEventID: ev.ID}, nil
+}
+
+// threadName applies the store's name rule inside the creating transaction: the name to
+// create the thread under, or the id of the thread to reuse. Names are not unique in the
+// schema, so creators of one name (through any daemon) take a transaction lock on it first.
+func threadName(ctx context.Context, tx pgx.Tx, p memory.CreateThreadParams) (name, reuse string, err error) {
+	if p.Name == "" {
+		return "", "", nil
+	}
+	if err := lockName(ctx, tx, p.Name); err != nil {
+		return "", "", err
+	}
+	var existing string
+	err = tx.QueryRow(ctx, `SELECT id FROM threads WHERE name = $1 ORDER BY created_at, id LIMIT 1`, p.Name).Scan(&existing)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return p.Name, "", nil
+	case err != nil:
+		return "", "", fmt.Errorf("look up thread name: %w", err)
+	case p.IfNameTaken == memory.NameTakenReuse:
+		return "", existing, nil
+	case p.IfNameTaken == memory.NameTakenNext:
+		name, err = freeName(ctx, tx, p.Name)
+		return name, "", err
+	}
+	return "", "", &memory.NameTakenError{Name: p.Name, ThreadID: existing}
 }
 
 const threadCols = `id, name, created_at, updated_at, version, artifact_count, event_count, last_event_id, cache_hits, tokens_avoided`

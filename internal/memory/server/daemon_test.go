@@ -173,6 +173,42 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// Names are unique per store: a taken name is a 409 naming the thread that has it, unless the
+// request says to reuse it (200) or take the next free name (201).
+func TestThreadNames(t *testing.T) {
+	a := newTestAPI(t, "")
+	code, _, b := a.do("POST", "/threads", "application/json", []byte(`{"name":"demo"}`))
+	var demo memory.Thread
+	if json.Unmarshal(b, &demo) != nil || code != 201 {
+		t.Fatalf("create demo: %d %s", code, b)
+	}
+	code, _, b = a.do("POST", "/threads", "application/json", []byte(`{"name":"demo"}`))
+	var e struct {
+		Error struct {
+			Code     string `json:"code"`
+			Message  string `json:"message"`
+			ThreadID string `json:"thread_id"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) != nil || code != 409 || e.Error.Code != "name_taken" || e.Error.ThreadID != demo.ID || !strings.Contains(e.Error.Message, demo.ID) {
+		t.Fatalf("a second demo: %d %s", code, b)
+	}
+	code, _, b = a.do("POST", "/threads", "application/json", []byte(`{"name":"demo","if_name_taken":"reuse"}`))
+	if code != 200 || !bytes.Contains(b, []byte(demo.ID)) || !bytes.Contains(b, []byte(`"reused":true`)) {
+		t.Fatalf("reuse demo: %d %s", code, b)
+	}
+	code, _, b = a.do("POST", "/threads", "application/json", []byte(`{"name":"demo","if_name_taken":"next"}`))
+	if code != 201 || !bytes.Contains(b, []byte(`"name":"demo (2)"`)) {
+		t.Fatalf("next after demo: %d %s", code, b)
+	}
+	if code, _, b = a.do("POST", "/threads", "application/json", []byte(`{"name":"demo","if_name_taken":"error"}`)); code != 409 {
+		t.Fatalf("if_name_taken error: %d %s", code, b)
+	}
+	if code, _, b = a.do("POST", "/threads", "application/json", []byte(`{"name":"demo","if_name_taken":"maybe"}`)); code != 400 || errCode(b) != "bad_request" {
+		t.Fatalf("unknown if_name_taken: %d %s", code, b)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	a := newTestAPI(t, "")
 	tid := a.newThread()

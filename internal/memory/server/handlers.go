@@ -66,19 +66,27 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	var in struct {
-		Name string `json:"name"`
+		Name        string `json:"name"`
+		IfNameTaken string `json:"if_name_taken"`
 	}
 	if len(bytes.TrimSpace(b)) > 0 {
 		if err := json.Unmarshal(b, &in); err != nil {
 			return jsonError(err)
 		}
 	}
-	t, err := s.store.CreateThread(r.Context(), memory.CreateThreadParams{Name: in.Name})
+	if in.IfNameTaken == "error" {
+		in.IfNameTaken = memory.NameTakenFail
+	}
+	t, err := s.store.CreateThread(r.Context(), memory.CreateThreadParams{Name: in.Name, IfNameTaken: in.IfNameTaken})
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/threads/"+t.ID)
-	writeJSON(w, http.StatusCreated, t)
+	status := http.StatusCreated
+	if t.Reused {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, t)
 	return nil
 }
 

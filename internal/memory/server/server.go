@@ -209,6 +209,7 @@ func toAPIError(err error) *apiError {
 	var ie *memory.InvalidError
 	var tl *memory.TooLargeError
 	var co *memory.CorruptError
+	var nt *memory.NameTakenError
 	var mb *http.MaxBytesError
 	switch {
 	case errors.As(err, &ae):
@@ -231,6 +232,8 @@ func toAPIError(err error) *apiError {
 			e.Extra = map[string]any{"op": ie.Op, "path": ie.Path}
 		}
 		return e
+	case errors.As(err, &nt):
+		return &apiError{Status: http.StatusConflict, Code: "name_taken", Msg: nt.Error(), Extra: map[string]any{"thread_id": nt.ThreadID}}
 	case errors.As(err, &co):
 		// unreadable stored data is not a server failure: say which thread and what
 		return &apiError{Status: http.StatusUnprocessableEntity, Code: "corrupt_state", Msg: co.Error()}

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/relaydev/relay/internal/memory"
@@ -203,28 +201,15 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 	return nil
 }
 
-// freeName is name when no thread has it, else the first of "name (2)", "name (3)", … that
-// none has; it runs in the import's write transaction, so two imports cannot both take one.
+// freeName is memory.FreeName in the import's write transaction, so two imports cannot
+// both take one name.
 func freeName(ctx context.Context, tx *sql.Tx, name string) (string, error) {
-	base, n := name, 1
-	if m := copySuffix.FindStringSubmatch(name); m != nil { // a copy of "demo (2)" is "demo (3)"
-		base = m[1]
-		n, _ = strconv.Atoi(m[2])
-	}
-	for cand := name; ; {
+	return memory.FreeName(name, func(cand string) (bool, error) {
 		var taken int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE name = ?`, cand).Scan(&taken); err != nil {
-			return "", fmt.Errorf("look up thread name: %w", err)
-		}
-		if taken == 0 {
-			return cand, nil
-		}
-		n++
-		cand = fmt.Sprintf("%s (%d)", base, n)
-	}
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE name = ?`, cand).Scan(&taken)
+		return taken > 0, err
+	})
 }
-
-var copySuffix = regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`)
 
 // hashOf decodes a hex sha256 (zero for anything else, which then matches no content).
 func hashOf(h string) (sum [32]byte) {

@@ -369,18 +369,25 @@ func (s *SQLite) CreateThread(ctx context.Context, p memory.CreateThreadParams) 
 	if err != nil {
 		return memory.Thread{}, fmt.Errorf("create thread: new state: %w", err)
 	}
-	data, _ := json.Marshal(map[string]string{"name": p.Name})
+	if err := memory.CheckIfNameTaken(p.IfNameTaken); err != nil {
+		return memory.Thread{}, err
+	}
 	var at memory.Time
 	var ev memory.Event
+	var name, reuse string
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		var err error
+		if name, reuse, err = threadName(ctx, tx, p); err != nil || reuse != "" {
+			return nil, err
+		}
+		data, _ := json.Marshal(map[string]string{"name": name})
 		at = s.stamp()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1)`, id, p.Name, at.String(), at.String()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO threads(id, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1)`, id, name, at.String(), at.String()); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots(thread_id, version, doc) VALUES (?, 1, ?)`, id, doc); err != nil {
 			return nil, err
 		}
-		var err error
 		if ev, err = s.insertEvent(ctx, tx, id, memory.EventThreadCreated, at, data); err != nil {
 			return nil, err
 		}
@@ -399,8 +406,39 @@ func (s *SQLite) CreateThread(ctx context.Context, p memory.CreateThreadParams) 
 	if err != nil {
 		return memory.Thread{}, fmt.Errorf("create thread: %w", err)
 	}
-	return memory.Thread{ID: id, Name: p.Name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: memory.StateRef(1),
+	if reuse != "" {
+		t, err := s.GetThread(ctx, reuse)
+		t.Reused = true
+		return t, err
+	}
+	return memory.Thread{ID: id, Name: name, CreatedAt: at, UpdatedAt: at, Version: 1, StateRef: memory.StateRef(1),
 		EventCount: 1, LastEventID: ev.ID}, nil
+}
+
+// threadName applies the store's name rule inside the creating transaction: the name to
+// create the thread under, or the id of the thread to reuse.
+func threadName(ctx context.Context, tx *sql.Tx, p memory.CreateThreadParams) (name, reuse string, err error) {
+	if p.Name == "" {
+		return "", "", nil
+	}
+	var existing string
+	err = tx.QueryRowContext(ctx, `SELECT id FROM threads WHERE name = ? ORDER BY created_at, id LIMIT 1`, p.Name).Scan(&existing)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return p.Name, "", nil
+	case err != nil:
+		return "", "", fmt.Errorf("look up thread name: %w", err)
+	case p.IfNameTaken == memory.NameTakenReuse:
+		return "", existing, nil
+	case p.IfNameTaken == memory.NameTakenNext:
+		name, err = memory.FreeName(p.Name, func(cand string) (bool, error) {
+			var n int
+			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE name = ?`, cand).Scan(&n)
+			return n > 0, err
+		})
+		return name, "", err
+	}
+	return "", "", &memory.NameTakenError{Name: p.Name, ThreadID: existing}
 }
 
 func (s *SQLite) mirrorState(id string) {

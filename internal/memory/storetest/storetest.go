@@ -29,6 +29,7 @@ func Run(t *testing.T, open Open) {
 		fn   func(*testing.T, memory.Store)
 	}{
 		{"threads", testThreads},
+		{"thread names are unique", testThreadNames},
 		{"patch and versions", testPatch},
 		{"stale version conflicts", testConflict},
 		{"concurrent writers lose nothing", testConcurrentWriters},
@@ -82,6 +83,75 @@ func testThreads(t *testing.T, st memory.Store) {
 	list, err := st.ListThreads(ctx, 10)
 	if err != nil || len(list) != 2 {
 		t.Fatalf("ListThreads = %d threads, %v; want 2", len(list), err)
+	}
+}
+
+func testThreadNames(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	demo := newThread(t, st, "demo")
+	_, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "demo"})
+	var taken *memory.NameTakenError
+	if !errors.As(err, &taken) || taken.ThreadID != demo.ID || taken.Name != "demo" {
+		t.Fatalf("a second thread named demo: err = %v, want *NameTakenError naming %s", err, demo.ID)
+	}
+	got, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "demo", IfNameTaken: memory.NameTakenReuse})
+	if err != nil || got.ID != demo.ID || !got.Reused || got.Name != "demo" {
+		t.Fatalf("reuse demo = %+v, %v; want thread %s, reused", got, err, demo.ID)
+	}
+	for _, want := range []string{"demo (2)", "demo (3)"} {
+		got, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "demo", IfNameTaken: memory.NameTakenNext})
+		if err != nil || got.Name != want || got.Reused {
+			t.Fatalf("next free name after demo = %+v, %v; want %q", got, err, want)
+		}
+	}
+	if got, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "demo (2)", IfNameTaken: memory.NameTakenNext}); err != nil || got.Name != "demo (4)" {
+		t.Fatalf("next free name after demo (2) = %+v, %v; want demo (4)", got, err)
+	}
+	if got, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "fresh", IfNameTaken: memory.NameTakenNext}); err != nil || got.Name != "fresh" {
+		t.Fatalf("a free name is kept: %+v, %v", got, err)
+	}
+	// unnamed threads are many
+	newThread(t, st, "")
+	newThread(t, st, "")
+	if _, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "x", IfNameTaken: "sometimes"}); err == nil {
+		t.Fatal("an unknown IfNameTaken was accepted")
+	}
+	list, err := st.ListThreads(ctx, 100)
+	if err != nil || len(list) != 7 {
+		t.Fatalf("ListThreads = %d threads, %v; want 7 (no thread made by a refused or reused create)", len(list), err)
+	}
+
+	// concurrent creators of one name: one wins, the rest are told; with next, all get a name of their own
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, names := 0, map[string]bool{}
+	for range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "race"})
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				created++
+			} else if !errors.As(err, new(*memory.NameTakenError)) {
+				t.Errorf("racing create: %v", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			th, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "run", IfNameTaken: memory.NameTakenNext})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || names[th.Name] {
+				t.Errorf("racing create with next: %+v, %v (names so far %v)", th, err, names)
+			}
+			names[th.Name] = true
+		}()
+	}
+	wg.Wait()
+	if created != 1 || len(names) != 8 {
+		t.Fatalf("8 racing creates of one name made %d threads (want 1); 8 with next got %d distinct names (want 8)", created, len(names))
 	}
 }
 
