@@ -775,7 +775,7 @@ func (r *run) search(sid, q string) (int, error) {
 }
 
 func (r *run) newThread() (string, error) {
-	req, _ := http.NewRequest("POST", r.base+"/threads", strings.NewReader(`{"name":"bench"}`))
+	req, _ := http.NewRequest("POST", r.base+"/threads", strings.NewReader(`{"name":"bench","if_name_taken":"next"}`)) // names are unique per store
 	req.Header.Set("Content-Type", "application/json")
 	b, err := r.do(req, 0)
 	if err != nil {

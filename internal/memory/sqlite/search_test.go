@@ -28,7 +28,7 @@ func openStore(t testing.TB) *SQLite {
 
 func newThread(t testing.TB, st memory.Store) string {
 	t.Helper()
-	th, err := st.CreateThread(context.Background(), memory.CreateThreadParams{Name: "t"})
+	th, err := st.CreateThread(context.Background(), memory.CreateThreadParams{Name: "t", IfNameTaken: memory.NameTakenNext})
 	if err != nil {
 		t.Fatal(err)
 	}
