@@ -59,6 +59,7 @@ const outcomes = ['exact', 'different', 'refused'];
 const table = {};
 for (const r of outcomes) for (const s of outcomes) table[r + '/' + s] = 0;
 const worse = [];
+const byFormat = {};
 let n = 0, relayExact = 0, shippedExact = 0, liveChecked = 0, byRefusal = 0;
 const metaDisagree = [];
 const tmp = mkdtempSync(join(tmpdir(), 'patch-accuracy-'));
@@ -98,6 +99,10 @@ try {
       const got = classify(res, expected, input);
       if (got === 'exact' && !res.success) byRefusal++;
       table[got + '/' + shipped]++;
+      const fmt = patches.length ? patches[0].strategy : 'none';
+      byFormat[fmt] ??= { relay: { exact: 0, different: 0, refused: 0 }, shipped: { exact: 0, different: 0, refused: 0 } };
+      byFormat[fmt].relay[got]++;
+      byFormat[fmt].shipped[shipped]++;
       n++;
       if (got === 'exact') relayExact++;
       if (shipped === 'exact') shippedExact++;
@@ -117,6 +122,11 @@ console.log(`relay \\ shipped  ${outcomes.map(o => pad(o, 10)).join('')}`);
 for (const r of outcomes) console.log(`${r.padEnd(16)} ${outcomes.map(s => pad(table[r + '/' + s], 10)).join('')}`);
 console.log(`\nexact: relay ${relayExact} (${(100 * relayExact / n).toFixed(1)}%; ${byRefusal} by refusing an answer the user undid), shipped engine ${shippedExact} (${(100 * shippedExact / n).toFixed(1)}%)`);
 console.log(`relay different where the shipped engine was exact: ${table['different/exact']}`);
+console.log(`\nper format (the first patch's strategy): relay exact / wrong / refused, shipped engine the same`);
+for (const f of Object.keys(byFormat).sort()) {
+  const r = byFormat[f].relay, s = byFormat[f].shipped;
+  console.log(`${f.padEnd(22)} relay ${pad(r.exact, 4)} / ${pad(r.different, 3)} / ${pad(r.refused, 3)}    shipped ${pad(s.exact, 4)} / ${pad(s.different, 3)} / ${pad(s.refused, 3)}`);
+}
 if (metaDisagree.length) {
   console.log(`\nnote: diff-apply run here disagrees with meta.json on ${metaDisagree.length} case(s):`);
   for (const d of metaDisagree) console.log('  ' + d);

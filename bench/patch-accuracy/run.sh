@@ -4,8 +4,9 @@
 #   bench/patch-accuracy/run.sh [CORPUS_DIR]
 # diff-apply 1.0.6 runs live (installed with esbuild into bench/patch-accuracy/.cache);
 # apply-multi-diff is not published, so its result comes from each case's meta.json.
-# Prints relay {exact,different,refused} x shipped engine, and every case where relay
-# is not exact but the shipped engine is. Exit status 1 if there is such a case.
+# Prints relay {exact,different,refused} x shipped engine, the same per format, every
+# case where relay is not exact but the shipped engine is (exit status 1 if there is
+# one), then exact / wrong / refused per corpus and format for every corpus.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -31,4 +32,11 @@ if [ ! -f "$cache/diff-apply.mjs" ] || [ "$here/package.json" -nt "$cache/diff-a
     --outfile=diff-apply.mjs --log-level=warning)
 fi
 (cd "$root" && go build -o "$cache/relay" ./cmd/relay)
-exec node "$here/compare.mjs" "$corpus" "$cache/relay" "$cache/diff-apply.mjs"
+status=0
+node "$here/compare.mjs" "$corpus" "$cache/relay" "$cache/diff-apply.mjs" || status=$?
+# Every corpus, per format: exact / wrong (a silent wrong edit) / refused, from the
+# reference tools' own test suites and history-dev (internal/apply/patch TestAccuracyTable).
+echo
+echo "all corpora, per format (deliberate deviations are listed in internal/apply/patch/conformance_test.go):"
+(cd "$root" && go test -count=1 -run '^TestAccuracyTable$' -v ./internal/apply/patch/ | grep -v '^=== RUN\|^--- PASS\|^PASS\|^ok ')
+exit "$status"

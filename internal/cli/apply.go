@@ -34,6 +34,9 @@ type ApplyOptions struct {
 	// AllowConfigChange lets -y or automatic approval cover an answer that
 	// changes a config file (it names the commands relay runs).
 	AllowConfigChange bool
+	// Format forces how the answer is read (relay, diff, codex, search-replace,
+	// edit, whole); "" detects it.
+	Format string
 	// Home returns $RELAY_HOME, where the record key lives.
 	Home func() (string, error)
 	// Mem records transactions in the memory thread (nil: do not record).
@@ -47,8 +50,17 @@ func newCmdApply(f *Factory) *cobra.Command {
 		Use:     "apply <file|->",
 		Aliases: []string{"a"},
 		Short:   "Apply an LLM response from a file or stdin as one transaction",
-		Long: `Apply an LLM response (code blocks plus the final YAML control block) to the
-project as one transaction: preCommand, linter baseline, snapshot and a
+		Long: `Apply an LLM answer to the project as one transaction: relay's own format
+(code blocks plus the final YAML control block), or an answer written for any
+other tool: a unified or git diff, a codex *** Begin Patch envelope, aider,
+Cline or Roo SEARCH/REPLACE blocks, Claude Code Edit/MultiEdit or
+str_replace_editor JSON, or whole files in code blocks that name their path.
+The format is detected (stdout names it: "format: git diff, 3 files"); an
+answer that mixes formats is refused, and --format reads only the one named.
+An answer without the control block gets a new uuid and a summary taken from
+its text.
+
+Each transaction runs: preCommand, linter baseline, snapshot and a
 pending record in .relaycode/, the file operations, postCommand, the linter
 again, then approval. Approved changes are committed to .relaycode/<uuid>.yml;
 anything else is rolled back byte for byte.
@@ -77,6 +89,7 @@ next relay command in the project restores it from the pending record.`,
 		},
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "record the transaction in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "read the answer in this format only: relay, diff, codex, search-replace, edit or whole (default: detect)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the changes without asking")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change and touch nothing")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result (or the --dry-run plan) as JSON")
@@ -140,14 +153,13 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 		return WithHint(fmt.Errorf("read the response: %w", err),
 			"relay apply FILE with the saved LLM answer, or relay apply - < answer.md")
 	}
-	resp, err := patch.Parse(string(data))
-	var cut *patch.CutOffError
-	if errors.As(err, &cut) {
-		return WithHint(fmt.Errorf("%s: %w", displayName(opts.File), cut), "copy the whole answer (it ends with the YAML block), or ask the LLM to finish it")
-	}
+	format, err := answerFormat(opts.Format)
 	if err != nil {
-		return WithHint(fmt.Errorf("%s is not a relay response: %w", displayName(opts.File), err),
-			"relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)")
+		return err
+	}
+	resp, err := patch.ParseAnswer(string(data), format)
+	if err != nil {
+		return answerError(err, opts.File)
 	}
 	printIgnored(opts.IO.ErrOut, resp)
 	eng, err := newEngine(opts.IO, cfg, opts.Home)
@@ -162,8 +174,12 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 			return txnError(err, opts.File)
 		}
 		if opts.JSON {
-			return writeJSON(opts.IO.Out, plan)
+			return writeJSON(opts.IO.Out, struct {
+				Format patch.Format `json:"format"`
+				*txn.Plan
+			}{resp.Format, plan})
 		}
+		printFormat(opts.IO.Out, resp)
 		printPlan(opts.IO.Out, plan)
 		return nil
 	}
@@ -173,7 +189,61 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 		return txnError(err, opts.File)
 	}
 	opts.Mem.recordTxn(ctx, EventTxnApplied, cfg.Dir, res.State, nil)
-	return printCommitted(opts.IO, res, opts.JSON)
+	if !opts.JSON {
+		printFormat(opts.IO.Out, resp)
+	}
+	return printCommitted(opts.IO, res, opts.JSON, resp.Format)
+}
+
+// answerFormat reads --format.
+func answerFormat(name string) (patch.Format, error) {
+	if name == "" {
+		return "", nil
+	}
+	f, ok := patch.ParseFormat(name)
+	if !ok {
+		return "", WithHint(fmt.Errorf("unknown --format %q", name), "use one of relay, diff, codex, search-replace, edit, whole, or leave --format out to detect it")
+	}
+	return f, nil
+}
+
+// answerError explains an answer relay could not read, with the next step.
+func answerError(err error, file string) error {
+	name := displayName(file)
+	if file == "" {
+		name = "the answer"
+	}
+	var (
+		cut *patch.CutOffError
+		amb *patch.AmbiguousError
+		fe  *patch.FormatError
+		np  *patch.NotPatchError
+	)
+	again := "relay apply " + file
+	switch {
+	case errors.As(err, &cut):
+		return WithHint(fmt.Errorf("%s: %w", name, cut), "copy the whole answer, or ask the LLM to finish it")
+	case errors.As(err, &amb):
+		if file == "" {
+			return WithHint(fmt.Errorf("%w", amb), fmt.Sprintf(`send it again with "format": %q (or another of the formats found) to read only that one`, amb.Found[0].Format))
+		}
+		return WithHint(fmt.Errorf("%s: %w", name, amb), fmt.Sprintf("read only the one meant: %s --format %s   (--dry-run shows the plan first)", again, amb.Found[0].Format))
+	case errors.As(err, &fe):
+		return WithHint(fmt.Errorf("%s: %w; nothing was applied", name, fe), "ask the LLM to resend the answer with that fixed")
+	case errors.As(err, &np):
+		return WithHint(fmt.Errorf("%s holds no changes relay can read: %s", name, np.Reason),
+			"relay prompt   (instructions for the LLM), or save an answer holding a diff, a codex patch, SEARCH/REPLACE blocks, edits, or files in code blocks that name their path")
+	}
+	return WithHint(fmt.Errorf("%s: %w", name, err), "relay prompt   (the format relay reads best)")
+}
+
+// printFormat names the format an answer was read in: "format: git diff, 3 files".
+func printFormat(w io.Writer, resp *patch.Response) {
+	if resp.Format == "" {
+		return
+	}
+	n := len(resp.Files())
+	fmt.Fprintf(w, "format: %s, %d %s\n", resp.Format.Label(), n, map[bool]string{true: "file", false: "files"}[n == 1])
 }
 
 func displayName(file string) string {
@@ -448,6 +518,7 @@ func printPlan(w io.Writer, plan *txn.Plan) {
 
 type committedJSON struct {
 	UUID      string           `json:"uuid"`
+	Format    patch.Format     `json:"format,omitempty"`
 	Files     []txn.FileChange `json:"files"`
 	Baseline  int              `json:"linterBaseline"`
 	Final     int              `json:"linterFinal"`
@@ -456,7 +527,7 @@ type committedJSON struct {
 	ElapsedMS int64            `json:"elapsedMs"`
 }
 
-func printCommitted(ios *iostreams.IOStreams, res *txn.Result, asJSON bool) error {
+func printCommitted(ios *iostreams.IOStreams, res *txn.Result, asJSON bool, format patch.Format) error {
 	st := res.State
 	if res.BranchErr != nil {
 		fmt.Fprintf(ios.ErrOut, "Warning: %v (the transaction is committed).\n", res.BranchErr)
@@ -468,7 +539,7 @@ func printCommitted(ios *iostreams.IOStreams, res *txn.Result, asJSON bool) erro
 		if res.BranchErr != nil {
 			branch = ""
 		}
-		return writeJSON(ios.Out, committedJSON{UUID: st.UUID, Files: nonNilFiles(st.Files), Baseline: res.Baseline, Final: res.Final,
+		return writeJSON(ios.Out, committedJSON{UUID: st.UUID, Format: format, Files: nonNilFiles(st.Files), Baseline: res.Baseline, Final: res.Final,
 			Branch: branch, RevertOf: st.RevertOf, ElapsedMS: res.Duration.Milliseconds()})
 	}
 	added, removed := 0, 0

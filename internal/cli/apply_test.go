@@ -61,7 +61,7 @@ func TestApplyFromStdinAndNotAPatch(t *testing.T) {
 	ios, in, _, _ := iostreams.Test()
 	in.WriteString("just prose, no YAML block")
 	err := applyRun(context.Background(), &ApplyOptions{IO: ios, Config: func() (*config.Config, error) { return cfg, nil }, File: "-", Yes: true})
-	if err == nil || !strings.Contains(err.Error(), "stdin is not a relay response") {
+	if err == nil || !strings.Contains(err.Error(), "stdin holds no changes relay can read: no control block") {
 		t.Fatalf("err = %v", err)
 	}
 	ios, in, _, _ = iostreams.Test()

@@ -497,13 +497,17 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		return mcpRevert(ctx, eng, cfg.Dir, a)
 	}
 	var req txn.Request
+	var format patch.Format
 	if a.Op == "answer" {
-		resp, err := patch.Parse(a.Answer)
+		f, err := answerFormat(a.Format)
 		if err != nil {
-			return nil, WithHint(fmt.Errorf("the answer is not a relay response: %w", err),
-				"end the answer with the YAML block (projectId, uuid, changeSummary); relay prompt prints the format")
+			return nil, err
 		}
-		req = txn.Request{Response: resp}
+		resp, err := patch.ParseAnswer(a.Answer, f)
+		if err != nil {
+			return nil, answerError(err, "")
+		}
+		req, format = txn.Request{Response: resp}, resp.Format
 	} else {
 		req = txn.Request{Response: editRequest(cfg, a)}
 	}
@@ -513,7 +517,7 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		if err != nil {
 			return nil, mcpTxnErr(err)
 		}
-		return map[string]any{"dry_run": true, "plan": plan}, nil
+		return map[string]any{"dry_run": true, "format": format, "plan": plan}, nil
 	}
 	res, err := eng.Run(ctx, req)
 	if err != nil {
@@ -521,6 +525,9 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 	}
 	st := res.State
 	out := map[string]any{"uuid": st.UUID, "summary": txnSummary(st), "files": nonNilFiles(st.Files), "revert": `apply {"op":"revert","ref":"` + st.UUID + `"}`}
+	if format != "" {
+		out["format"] = format
+	}
 	if res.Baseline >= 0 { // -1: no linter configured
 		out["linter_errors_before"], out["linter_errors_after"] = res.Baseline, res.Final
 	}

@@ -130,5 +130,5 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 		return txnError(err, "")
 	}
 	opts.Mem.recordTxn(ctx, EventTxnReverted, cfg.Dir, res.State, nil)
-	return printCommitted(opts.IO, res, opts.JSON)
+	return printCommitted(opts.IO, res, opts.JSON, "")
 }

@@ -143,20 +143,27 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 // finds ends the watch.
 func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, text string) {
 	ios := opts.IO
-	resp, err := patch.Parse(text)
+	resp, err := patch.ParseAnswer(text, "")
 	if err != nil {
 		var np *patch.NotPatchError
 		var cut *patch.CutOffError
 		if errors.As(err, &cut) {
 			fmt.Fprintf(ios.ErrOut, "Ignoring the clipboard: %v; copy the whole answer.\n", cut)
 		} else if errors.As(err, &np) {
-			fmt.Fprintf(ios.ErrOut, "Clipboard content is not a relay response (%s). Ignoring.\n", np.Reason)
+			fmt.Fprintf(ios.ErrOut, "Clipboard content is not an answer relay can apply (%s). Ignoring.\n", np.Reason)
 		} else {
-			fmt.Fprintf(ios.ErrOut, "Clipboard content could not be parsed (%v). Ignoring.\n", err)
+			fmt.Fprintf(ios.ErrOut, "Ignoring the clipboard: %v.\n", err)
 		}
 		return
 	}
-	if resp.Control.ProjectID != cfg.ProjectID {
+	if resp.Bare {
+		// Without a control block nothing names the project: act only on an
+		// answer that plainly edits this one (copied code alone never writes a file).
+		if err := txn.CheckTargets(cfg.Dir, resp); err != nil {
+			fmt.Fprintf(ios.ErrOut, "Ignoring a copied %s answer: %v.\n", resp.Format.Label(), err)
+			return
+		}
+	} else if resp.Control.ProjectID != cfg.ProjectID {
 		fmt.Fprintf(ios.ErrOut, "Ignoring a response for project '%s' (this is '%s').\n", resp.Control.ProjectID, cfg.ProjectID)
 		return
 	}
@@ -177,7 +184,8 @@ func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, te
 		printError(ios.ErrOut, txnError(err, ""))
 	} else {
 		opts.Mem.recordTxn(ctx, EventTxnApplied, cfg.Dir, res.State, nil)
-		if err := printCommitted(ios, res, false); err != nil {
+		printFormat(ios.Out, resp)
+		if err := printCommitted(ios, res, false, resp.Format); err != nil {
 			fmt.Fprintf(ios.ErrOut, "Warning: %v\n", err)
 		}
 	}

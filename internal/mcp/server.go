@@ -98,6 +98,7 @@ type Answer struct {
 type ApplyArgs struct {
 	Op         string `json:"op"`
 	Answer     string `json:"answer"`
+	Format     string `json:"format"`
 	Path       string `json:"path"`
 	OldString  string `json:"old_string"`
 	NewString  string `json:"new_string"`

@@ -12,7 +12,7 @@ import (
 const askDescription = `Ask other coding-agent CLIs for a second opinion or review; several "to" run in parallel. A long answer is stored in memory and returned as a ref plus preview (read it with memory op=get).`
 
 const applyDescription = `Change project files as one logged, revertable transaction.
-op=answer: apply a relay-format answer (code blocks + final YAML block).
+op=answer: apply an answer in any edit format (relay's, a git diff, a codex patch, SEARCH/REPLACE, edit JSON, whole files); format forces one when it is mixed.
 op=edit: replace old_string (must match exactly once unless replace_all) with new_string in path.
 op=revert: undo a transaction (ref: uuid or index, 1 = latest).
 op=log: list transactions.
@@ -40,6 +40,7 @@ func askSchema(backends []string) json.RawMessage {
 var applySchema = json.RawMessage(`{"type":"object","required":["op"],"additionalProperties":false,"properties":{` +
 	`"op":{"enum":["answer","edit","revert","log"]},` +
 	`"answer":{"type":"string"},` +
+	`"format":{"enum":["relay","diff","codex","search-replace","edit","whole"],"description":"default: detect"},` +
 	`"path":{"type":"string","description":"relative to the project root"},` +
 	`"old_string":{"type":"string","description":"empty creates the file"},` +
 	`"new_string":{"type":"string"},` +

@@ -217,7 +217,7 @@ func opPaths(ops []Operation) []string {
 func answerSummary(prose []string, f Format, ops []Operation) string {
 	for _, l := range prose {
 		l = strings.TrimSpace(strings.TrimLeft(l, "#*->` "))
-		if len(l) < 8 || strings.HasSuffix(l, ":") && len(l) < 20 {
+		if len(l) < 4 || strings.HasSuffix(l, ":") && len(l) < 20 {
 			continue
 		}
 		if i := strings.Index(l, ". "); i > 0 {

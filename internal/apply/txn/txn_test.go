@@ -762,3 +762,20 @@ func readAB(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// relay watch applies a bare answer only when it plainly edits this project.
+func TestCheckTargets(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a\n"})
+	ok := []patch.Operation{{Kind: patch.OpWrite, Path: "a.txt"}, {Kind: patch.OpWrite, Path: "new.txt", Create: true}, {Kind: patch.OpWrite, Path: "new.txt"}, {Kind: patch.OpRename, From: "a.txt", To: "b.txt"}, {Kind: patch.OpDelete, Path: "b.txt"}}
+	if err := CheckTargets(dir, &patch.Response{Operations: ok}); err != nil {
+		t.Fatalf("edits to this project: %v", err)
+	}
+	var np *NotThisProjectError
+	if err := CheckTargets(dir, &patch.Response{Operations: []patch.Operation{{Kind: patch.OpWrite, Path: "src/other.go"}}}); !errors.As(err, &np) || np.Path != "src/other.go" {
+		t.Fatalf("a file of another project: %v", err)
+	}
+	if err := CheckTargets(dir, &patch.Response{Operations: []patch.Operation{{Kind: patch.OpWrite, Path: "../x", Create: true}}}); err == nil {
+		t.Fatal("a path outside the project passed")
+	}
+}
