@@ -21,6 +21,7 @@ import (
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/run"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // ApplyOptions are the inputs of `relay apply`.
@@ -207,34 +208,16 @@ func answerFormat(name string) (patch.Format, error) {
 	return f, nil
 }
 
-// answerError explains an answer relay could not read, with the next step.
+// answerError explains an answer relay could not read, with the next step
+// (the mapping lives in workspace; file "" is an agent's tool call).
 func answerError(err error, file string) error {
-	name := displayName(file)
+	p := workspace.Person
 	if file == "" {
-		name = "the answer"
+		p = workspace.Agent
 	}
-	var (
-		cut *patch.CutOffError
-		amb *patch.AmbiguousError
-		fe  *patch.FormatError
-		np  *patch.NotPatchError
-	)
-	again := "relay apply " + file
-	switch {
-	case errors.As(err, &cut):
-		return WithHint(fmt.Errorf("%s: %w", name, cut), "copy the whole answer, or ask the LLM to finish it")
-	case errors.As(err, &amb):
-		if file == "" {
-			return WithHint(fmt.Errorf("%w", amb), fmt.Sprintf(`send it again with "format": %q (or another of the formats found) to read only that one`, amb.Found[0].Format))
-		}
-		return WithHint(fmt.Errorf("%s: %w", name, amb), fmt.Sprintf("read only the one meant: %s --format %s   (--dry-run shows the plan first)", again, amb.Found[0].Format))
-	case errors.As(err, &fe):
-		return WithHint(fmt.Errorf("%s: %w; nothing was applied", name, fe), "ask the LLM to resend the answer with that fixed")
-	case errors.As(err, &np):
-		return WithHint(fmt.Errorf("%s holds no changes relay can read: %s", name, np.Reason),
-			"relay prompt   (instructions for the LLM), or save an answer holding a diff, a codex patch, SEARCH/REPLACE blocks, edits, or files in code blocks that name their path")
-	}
-	return WithHint(fmt.Errorf("%s: %w", name, err), "relay prompt   (the format relay reads best)")
+	ae := &workspace.AnswerError{Source: file, Err: err}
+	_, hint := workspace.Explain(ae, p)
+	return WithHint(ae, hint)
 }
 
 // printFormat names the format an answer was read in: "format: git diff, 3 files".

@@ -36,10 +36,16 @@ type AnswerRequest struct {
 	Yes, AllowConfigChange bool
 	// DryRun plans the transaction and touches nothing.
 	DryRun bool
+	// Format reads Text in that format only (relay, diff, codex, search-replace, edit,
+	// whole); "" detects it (patch.ParseAnswer).
+	Format patch.Format
 }
 
 // Outcome is what a transaction operation did.
 type Outcome struct {
+	// Answer is the answer as read; its Format names the format detected (front doors
+	// print "format: git diff, 3 files").
+	Answer *patch.Response
 	// Result is the committed transaction; nil on a dry run.
 	Result *txn.Result
 	// Plan is what a dry run would do.
@@ -60,18 +66,29 @@ func (w *Workspace) Apply(ctx context.Context, req AnswerRequest) (*Outcome, err
 	}
 	resp := req.Response
 	if resp == nil {
-		if resp, err = patch.Parse(req.Text); err != nil {
+		if resp, err = patch.ParseAnswer(req.Text, req.Format); err != nil {
 			if rerr := w.Recover(); rerr != nil {
 				return nil, rerr
 			}
 			return nil, &AnswerError{Source: req.Source, Err: err}
 		}
 	}
+	if resp.Bare && op == "watch" {
+		// Nothing names the project: act only on an answer that plainly edits this one
+		// (copied code alone never writes a file).
+		if err := txn.CheckTargets(cfg.Dir, resp); err != nil {
+			return nil, &AnswerError{Source: req.Source, Err: err}
+		}
+	}
 	for _, b := range resp.Ignored {
 		w.notef("Ignored the code block at line %d (```%s): %s", b.Line, b.Header, b.Reason)
 	}
-	return w.run(ctx, cfg, &OpError{Op: op, Source: req.Source},
+	out, err := w.run(ctx, cfg, &OpError{Op: op, Source: req.Source},
 		txn.Request{Response: resp, Yes: req.Yes, AllowConfigChange: req.AllowConfigChange}, req.DryRun, EventTxnApplied)
+	if out != nil {
+		out.Answer = resp
+	}
+	return out, err
 }
 
 // EditRequest is old_string/new_string edits of one file, applied in order as one

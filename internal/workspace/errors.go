@@ -51,11 +51,22 @@ type AnswerError struct {
 }
 
 func (e *AnswerError) Error() string {
-	var cut *patch.CutOffError
-	if errors.As(e.Err, &cut) {
-		return fmt.Sprintf("%s: %v", sourceName(e.Source), cut)
+	var (
+		cut *patch.CutOffError
+		amb *patch.AmbiguousError
+		fe  *patch.FormatError
+		np  *patch.NotPatchError
+		nt  *txn.NotThisProjectError
+	)
+	switch {
+	case errors.As(e.Err, &cut), errors.As(e.Err, &amb), errors.As(e.Err, &nt):
+		return fmt.Sprintf("%s: %v", sourceName(e.Source), e.Err)
+	case errors.As(e.Err, &fe):
+		return fmt.Sprintf("%s: %v; nothing was applied", sourceName(e.Source), fe)
+	case errors.As(e.Err, &np):
+		return fmt.Sprintf("%s holds no changes relay can read: %s", sourceName(e.Source), np.Reason)
 	}
-	return fmt.Sprintf("%s is not a relay response: %v", sourceName(e.Source), e.Err)
+	return fmt.Sprintf("%s: %v", sourceName(e.Source), e.Err)
 }
 
 func (e *AnswerError) Unwrap() error { return e.Err }
@@ -164,14 +175,31 @@ func Explain(err error, p Principal) (message, hint string) {
 
 // answerHint is the next step after an answer that did not parse.
 func answerHint(e *AnswerError, p Principal) string {
-	var cut *patch.CutOffError
+	var (
+		cut *patch.CutOffError
+		amb *patch.AmbiguousError
+		fe  *patch.FormatError
+		nt  *txn.NotThisProjectError
+	)
 	switch {
 	case errors.As(e.Err, &cut):
-		return "copy the whole answer (it ends with the YAML block), or ask the LLM to finish it"
+		return "copy the whole answer, or ask the LLM to finish it"
+	case errors.As(e.Err, &amb) && p == Agent:
+		return fmt.Sprintf(`send it again with "format": %q (or another of the formats found) to read only that one`, amb.Found[0].Format)
+	case errors.As(e.Err, &amb):
+		src := e.Source
+		if src == "" {
+			src = "FILE"
+		}
+		return fmt.Sprintf("read only the one meant: relay apply %s --format %s   (--dry-run shows the plan first)", src, amb.Found[0].Format)
+	case errors.As(e.Err, &fe):
+		return "ask the LLM to resend the answer with that fixed"
+	case errors.As(e.Err, &nt):
+		return "save the answer and run relay apply FILE in the project it is for"
 	case p == Agent:
-		return "end the answer with the YAML block (projectId, uuid, changeSummary); relay prompt prints the format"
+		return "send a relay answer (relay prompt prints the format), a git diff, a codex patch, SEARCH/REPLACE blocks with their paths, edit JSON, or whole files in code blocks that name their path"
 	}
-	return "relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)"
+	return "relay prompt   (instructions for the LLM), or save an answer holding a diff, a codex patch, SEARCH/REPLACE blocks, edits, or files in code blocks that name their path"
 }
 
 // txnHint is the next step after a transaction that did not commit.

@@ -99,12 +99,47 @@ func TestAnswerErrors(t *testing.T) {
 	w, _ := newWorkspace(t, Person)
 	_, err := w.Apply(context.Background(), AnswerRequest{Text: "no answer here", Source: "a.md"})
 	msg, hint := Explain(err, Person)
-	if !strings.HasPrefix(msg, "a.md is not a relay response") || !strings.HasPrefix(hint, "relay prompt") {
+	if !strings.HasPrefix(msg, "a.md holds no changes relay can read") || !strings.HasPrefix(hint, "relay prompt") {
 		t.Errorf("person: %q / %q", msg, hint)
 	}
 	msg, hint = Explain(err, Agent)
-	if !strings.HasPrefix(msg, "a.md is not") || !strings.HasPrefix(hint, "end the answer with the YAML block") {
+	if !strings.HasPrefix(msg, "a.md holds no changes") || !strings.HasPrefix(hint, "send a relay answer") {
 		t.Errorf("agent: %q / %q", msg, hint)
+	}
+}
+
+// An answer in another tool's format applies without a control block, and the
+// outcome says which format was read; a mixed answer names what it found and,
+// for each principal, how to pick one.
+func TestApplyAnyFormat(t *testing.T) {
+	w, _ := newWorkspace(t, Person)
+	dir := w.Config.Dir
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.Apply(context.Background(), AnswerRequest{Text: "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n", Yes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Answer == nil || out.Answer.Format != patch.FormatDiff {
+		t.Fatalf("outcome answer %+v, want the diff format", out.Answer)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "two\n" {
+		t.Fatalf("a.txt = %q", b)
+	}
+	mixed := "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-two\n+three\n\nb.txt\n```\nfile b\n```\n"
+	_, err = w.Apply(context.Background(), AnswerRequest{Text: mixed, Source: "m.md"})
+	msg, hint := Explain(err, Person)
+	if !strings.Contains(msg, "more than one format") || hint != "read only the one meant: relay apply m.md --format diff   (--dry-run shows the plan first)" {
+		t.Errorf("person: %q / %q", msg, hint)
+	}
+	if _, hint = Explain(err, Agent); !strings.Contains(hint, `"format": "diff"`) {
+		t.Errorf("agent hint %q", hint)
+	}
+	// relay watch: a bare answer for a file this project does not have is not applied.
+	_, err = w.Apply(context.Background(), AnswerRequest{Text: "--- a/zz.txt\n+++ b/zz.txt\n@@ -1 +1 @@\n-a\n+b\n", Op: "watch", Yes: true})
+	if msg, _ := Explain(err, Person); !strings.Contains(msg, "zz.txt does not exist in this project") {
+		t.Errorf("watch on a foreign file: %v", err)
 	}
 }
 
