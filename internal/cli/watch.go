@@ -43,8 +43,11 @@ func newCmdWatch(f *Factory) *cobra.Command {
 		Short:   "Watch the clipboard and apply every LLM response copied to it",
 		Long: `Print the system prompt for your LLM, then watch the clipboard. Every new
 valid response for this project is applied as a transaction (see relay apply);
-anything else is reported in one line and ignored. What was on the clipboard
-before watch started is not applied.
+anything else is reported in one line and ignored. An answer in another format
+(a git diff, a codex patch, SEARCH/REPLACE blocks, edit JSON, whole files) has
+no projectId: it is applied only when every file it changes exists here, or its
+format says the file is new; copied code alone never writes a file. What was on
+the clipboard before watch started is not applied.
 
 Clipboard: clipboard.readCommand from the config, else wl-paste --watch on
 Wayland, xclip or xsel on X11 (read when XFixes reports a clipboard change),

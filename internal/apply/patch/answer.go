@@ -256,11 +256,45 @@ func newAnswerText(text string) *answerText {
 		src.offs[i+1] = src.offs[i] + len(l) + 1
 	}
 	a := &answerText{lines: lines, src: src, used: make([]bool, len(lines))}
-	a.fences = scanFences(lines)
+	// A diff of a markdown file has fence lines as context (" ```ts"): inside a
+	// diff they are diff lines, not fences of the answer.
+	masked := lines
+	if m := inDiff(lines); m != nil {
+		masked = make([]string, len(lines))
+		for i, l := range lines {
+			if !m[i] {
+				masked[i] = l
+			}
+		}
+	}
+	a.fences = scanFences(masked)
 	for i := range a.fences {
-		a.fences[i].src = src
+		f := &a.fences[i]
+		f.src, f.body = src, lines[f.open+1:f.close]
 	}
 	return a
+}
+
+// inDiff marks the lines that belong to a diff: from a file header (diff
+// --git, or --- then +++) through the lines that can be diff lines; nil when
+// the text holds no diff.
+func inDiff(lines []string) []bool {
+	var m []bool
+	for i := diffStart(lines, 0); i >= 0; i = diffStart(lines, i) {
+		if m == nil {
+			m = make([]bool, len(lines))
+		}
+		j := i
+		for j < len(lines) && (j < i+2 || diffLike(lines[j]) || strings.HasPrefix(lines[j], "+++ ")) {
+			m[j] = true
+			j++
+		}
+		if j == i {
+			j++
+		}
+		i = j
+	}
+	return m
 }
 
 // segment is a run of answer lines: a fenced block's body, or the text

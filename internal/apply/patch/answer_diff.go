@@ -22,49 +22,37 @@ func diffStart(body []string, i int) int {
 }
 
 // diffRegionEnd is where a diff that starts at from ends in text that goes
-// on with prose: a numbered hunk ends after the lines its header counts, an
-// unnumbered one at the first line that is not a diff line.
+// on with prose: at a blank line followed by a line that cannot be part of a
+// diff. Hunk counts do not end it (LLMs miscount), and a line without a
+// diff prefix before any blank line stays in (a context line that lost its
+// space): cutting a hunk short would apply half of it.
 func diffRegionEnd(lines []string, from int) int {
-	remOld, remNew := 0, 0
-	numbered, inHunk := false, false
-	i := from
-	for ; i < len(lines); i++ {
-		l := lines[i]
-		if inHunk && numbered && (remOld > 0 || remNew > 0) {
-			switch {
-			case l == "" || l[0] == ' ':
-				remOld--
-				remNew--
-			case l[0] == '-':
-				remOld--
-			case l[0] == '+':
-				remNew--
-			case l[0] == '\\':
-			default:
-				return i // prose inside a hunk: the hunk is shorter than its header says
-			}
+	for i := from + 1; i < len(lines); i++ {
+		if lines[i] != "" {
 			continue
 		}
-		switch {
-		case strings.HasPrefix(l, "@@"):
-			inHunk = true
-			start, count, ok := parseHunkHeader(l)
-			_ = start
-			numbered = ok
-			if ok {
-				remOld, remNew = count, max(newSideCount(l), 0)
-			}
-		case strings.HasPrefix(l, "diff --git "), isDiffMeta(l), strings.HasPrefix(l, "\\"):
-			inHunk = inHunk && !strings.HasPrefix(l, "diff --git ")
-		case strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):
-			inHunk = false
-			i++
-		case inHunk && !numbered && (l == "" || l[0] == ' ' || l[0] == '-' || l[0] == '+'):
-		default:
+		j := i + 1
+		for j < len(lines) && lines[j] == "" {
+			j++
+		}
+		if j == len(lines) || !diffLike(lines[j]) {
 			return trimBlankEnd(lines, from, i)
 		}
+		i = j - 1
 	}
-	return trimBlankEnd(lines, from, i)
+	return trimBlankEnd(lines, from, len(lines))
+}
+
+// diffLike reports whether a line can be part of a diff.
+func diffLike(l string) bool {
+	if l == "" {
+		return true
+	}
+	switch l[0] {
+	case ' ', '+', '-', '\\':
+		return true
+	}
+	return strings.HasPrefix(l, "@@") || strings.HasPrefix(l, "diff --git ") || isDiffMeta(l)
 }
 
 func trimBlankEnd(lines []string, from, to int) int {
@@ -188,6 +176,18 @@ func (a *answerText) diffOps() ([]Operation, int, error) {
 			end := len(s.body)
 			if !s.fenced {
 				end = diffRegionEnd(s.body, i)
+				// A hunk header after the text that ended the diff means the diff went
+				// on: its lines without a prefix are not prose, and applying the part
+				// before them would apply half of it.
+				next := diffStart(s.body, end)
+				if next < 0 {
+					next = len(s.body)
+				}
+				for k := end; k < next; k++ {
+					if strings.HasPrefix(s.body[k], "@@") {
+						return nil, 0, decisiveError{&FormatError{Format: FormatDiff, Reason: fmt.Sprintf("the diff at line %d is broken by line %d (%q), which is not a diff line, and goes on at line %d; put the whole diff in a ```diff block", s.line(i)+1, s.line(end)+2, clip(firstNonBlankFrom(s.body, end)), s.line(k)+1)}}
+					}
+				}
 			}
 			fo, err := a.regionDiffOps(s, i, end)
 			if err != nil {
@@ -269,4 +269,13 @@ func (a *answerText) regionDiffOps(s segment, from, to int) ([]Operation, error)
 		}
 	}
 	return ops, nil
+}
+
+func firstNonBlankFrom(ls []string, i int) string {
+	for ; i < len(ls); i++ {
+		if ls[i] != "" {
+			return ls[i]
+		}
+	}
+	return ""
 }

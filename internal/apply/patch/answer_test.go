@@ -2,11 +2,14 @@ package patch
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/relaydev/relay/internal/testsupport/corpus"
 )
 
 // Answers as each tool or chat UI writes them, without relay's control block.
@@ -23,8 +26,10 @@ var answerCases = []struct {
 			{Kind: OpWrite, Path: "n.txt", Strategy: Unified, Content: "diff --git a/n.txt b/n.txt\nnew file mode 100644\n--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+hi\n", Create: true},
 			{Kind: OpDelete, Path: "gone.txt"},
 		}},
-	{"bare unified diff followed by prose", "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n\n- This line is prose after the diff.\n", FormatDiff,
+	{"bare unified diff followed by prose", "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n\nThis line is prose after the diff.\n", FormatDiff,
 		[]Operation{{Kind: OpWrite, Path: "x.py", Strategy: Unified, Content: "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"}}},
+	{"bare diff of a markdown file with fences as context", "--- a/README.md\n+++ b/README.md\n@@ -1,4 +1,4 @@\n # Title\n ```ts\n-old()\n+new()\n ```\n", FormatDiff,
+		[]Operation{{Kind: OpWrite, Path: "README.md", Strategy: Unified, Content: "--- a/README.md\n+++ b/README.md\n@@ -1,4 +1,4 @@\n # Title\n ```ts\n-old()\n+new()\n ```\n"}}},
 	{"CRLF git diff", "--- a/w.txt\r\n+++ b/w.txt\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n", FormatDiff,
 		[]Operation{{Kind: OpWrite, Path: "w.txt", Strategy: Unified, Content: "--- a/w.txt\r\n+++ b/w.txt\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n"}}},
 	{"codex envelope with move", "*** Begin Patch\n*** Add File: docs/new.md\n+# New\n*** Update File: src/app.py\n*** Move to: src/main.py\n@@ def main():\n-    print(1)\n+    print(2)\n*** Delete File: old.py\n*** End Patch\n", FormatCodex,
@@ -138,11 +143,21 @@ func TestParseAnswerRefusals(t *testing.T) {
 	}
 }
 
+// caseText is the text of the answer case with that name.
+func caseText(name string) string {
+	for _, c := range answerCases {
+		if c.name == name {
+			return c.text
+		}
+	}
+	panic("no answer case " + name)
+}
+
 // Each format, applied: the operations ParseAnswer makes apply through Apply
 // as the answer meant.
 func TestParseAnswerApplies(t *testing.T) {
 	tree := map[string]string{"src/a.go": "package a\nvar x = 1\n", "old.txt": "o\n", "gone.txt": "bye\n", "a.txt": "a\n", "src/app.py": "def main():\n    print(1)\n", "src/main.py": "replaced\n", "old.py": "x\n"}
-	r, err := ParseAnswer(answerCases[0].text, "")
+	r, err := ParseAnswer(caseText("git diff, two files, rename, new and deleted"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +168,7 @@ func TestParseAnswerApplies(t *testing.T) {
 	if out["src/a.go"] != "package a\nvar x = 2\n" || out["new.txt"] != "o\n" || out["n.txt"] != "hi\n" || out["gone.txt"] != "" {
 		t.Errorf("git diff applied: %q", out)
 	}
-	r, err = ParseAnswer(answerCases[3].text, "")
+	r, err = ParseAnswer(caseText("codex envelope with move"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +180,7 @@ func TestParseAnswerApplies(t *testing.T) {
 		t.Errorf("codex applied: %q", out)
 	}
 	// str_replace_editor: create keeps CRLF, insert goes after line 0.
-	r, err = ParseAnswer(answerCases[10].text, "")
+	r, err = ParseAnswer(caseText("str_replace_editor commands as JSON Lines"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,4 +258,74 @@ func FuzzParseAnswerEdit(f *testing.F) {
 
 func FuzzParseAnswerWhole(f *testing.F) {
 	fuzzFormat(f, FormatWhole, "### `a/b.c`\n```\nx\n```\n")
+}
+
+// historyAnswer writes a history-dev patch as an answer without relay's
+// control block, as another tool would: a diff with its own ---/+++ headers
+// bare, a headerless diff in a ```diff block named by its path, SEARCH/REPLACE
+// blocks under the path line aider writes.
+func historyAnswer(path string, p historyPatch) string {
+	body := p.body
+	if !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
+	switch p.strategy {
+	case Unified, NewUnified:
+		if diffStart(patchLines(p.body), 0) >= 0 {
+			return "Here is the change.\n\n" + body
+		}
+		return "```diff " + path + "\n" + body + "```\n"
+	}
+	return path + "\n```\n" + body + "```\n"
+}
+
+// Detection on answers relay has not seen: every real patch of history-dev,
+// written as another tool writes it, is read by ParseAnswer in its format and
+// for its file, and applies to exactly what the patch applied directly.
+func TestParseAnswerOnHistory(t *testing.T) {
+	root := corpus.Dir(t, "corpus/patch")
+	cases := loadHistory(t, filepath.Join(root, "history-dev"))
+	same, total, refused := 0, 0, 0
+	for _, c := range cases {
+		content := c.input
+		direct := c.input
+		var directErr, answerErr error
+		for _, p := range c.patches {
+			total++
+			r, err := ParseAnswer(historyAnswer(c.path, p), "")
+			if err != nil {
+				t.Errorf("%s: %v", c.id, err)
+				continue
+			}
+			want := FormatDiff
+			if p.strategy == MultiSearchReplace {
+				want = FormatSearchReplace
+			}
+			if r.Format != want || len(r.Operations) != 1 || r.Operations[0].Path != cleanPath(c.path) {
+				t.Errorf("%s: read as %s %+v, want one %s operation for %s", c.id, r.Format, r.Operations, want, c.path)
+				continue
+			}
+			op := r.Operations[0]
+			if directErr == nil {
+				res, err := Apply(direct, true, p.strategy, p.body, Options{})
+				direct, directErr = res.Content, err
+			}
+			if answerErr == nil {
+				res, err := Apply(content, true, op.Strategy, op.Content, Options{})
+				content, answerErr = res.Content, err
+			}
+			switch {
+			case (directErr == nil) == (answerErr == nil) && content == direct:
+				same++
+			case answerErr != nil:
+				// Read as a bare diff its numbers are trusted as hints, and a hunk
+				// whose number and order disagree is refused: a refusal, not a wrong edit.
+				refused++
+				t.Logf("%s (%s read as %s): refused: %s", c.id, p.strategy, op.Strategy, firstLine(answerErr.Error()))
+			default:
+				t.Errorf("%s (%s read as %s): applied differently: %s", c.id, p.strategy, op.Strategy, firstDifference(content, direct))
+			}
+		}
+	}
+	t.Logf("%d of %d history-dev patches read through ParseAnswer apply as they do directly; %d refused, the rest wrong", same, total, refused)
 }

@@ -103,6 +103,8 @@ func (en *engine) run(edits []edit) (Result, error) {
 	return res, nil
 }
 
+
+
 // noOpReason says what is identical, in the strategy's words.
 func noOpReason(s Strategy) string {
 	switch s {
@@ -363,6 +365,9 @@ func (en *engine) place(ix *index, e edit, cursor, drift, prevEnd int) ([]placed
 	}
 	if en.newUni {
 		q.preferFrom = prevEnd
+	}
+	if en.s == Unified {
+		q.preferFrom, q.agree = prevEnd, true
 	}
 	if en.ordered {
 		q.firstAfter, q.after, q.unanchored = true, cursor, len(e.anchors) == 0

@@ -22,6 +22,7 @@ type historyCase struct {
 	patches  []historyPatch
 	expected string
 	shipped  string // what the engine relaycode shipped produced: exact, different or refused
+	path     string // the file's path in its repository
 }
 
 type historyPatch struct {
@@ -43,12 +44,13 @@ func loadHistory(t testing.TB, dir string) []historyCase {
 		cdir := filepath.Dir(mp)
 		var meta struct {
 			Shipped string `json:"shipped_engine"`
+			Path    string `json:"path"`
 		}
 		if err := json.Unmarshal([]byte(readFile(t, mp)), &meta); err != nil {
 			t.Fatalf("%s: %v", mp, err)
 		}
 		id, _ := filepath.Rel(dir, cdir)
-		c := historyCase{id: filepath.ToSlash(id), shipped: meta.Shipped, input: readFile(t, filepath.Join(cdir, "input")), expected: readFile(t, filepath.Join(cdir, "expected"))}
+		c := historyCase{id: filepath.ToSlash(id), shipped: meta.Shipped, path: meta.Path, input: readFile(t, filepath.Join(cdir, "input")), expected: readFile(t, filepath.Join(cdir, "expected"))}
 		ents, err := os.ReadDir(cdir)
 		if err != nil {
 			t.Fatal(err)

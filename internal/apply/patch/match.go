@@ -82,6 +82,7 @@ type query struct {
 	firstAfter bool // ordered formats (apply-patch) take the first match after the cursor
 	unanchored bool // with firstAfter: no @@ anchor, so the match after the cursor must be unique
 	preferFrom int  // new-unified: a single match at or after this line wins, -1 for none
+	agree      bool // unified: the first match after the previous hunk must also be the one nearest the hint
 	eof        bool // the pattern should end at the end of the file
 	noFuzzy    bool
 	strict     bool // exact or trailing whitespace only: proof that text is already there
@@ -226,6 +227,14 @@ func choose(cands []int, m, n int, q query) (int, []int) {
 				first = s
 			}
 		}
+		if first >= 0 && q.agree && q.hint >= 0 {
+			// A numbered hunk: its line number and its order must pick the same place.
+			if near, ok := nearest(cands, q.hint); !ok || near != first {
+				sorted := append([]int(nil), cands...)
+				sort.Ints(sorted)
+				return -1, sorted
+			}
+		}
 		if first >= 0 {
 			return first, nil
 		}
@@ -251,6 +260,21 @@ func choose(cands []int, m, n int, q query) (int, []int) {
 	sorted := append([]int(nil), cands...)
 	sort.Ints(sorted)
 	return -1, sorted
+}
+
+// nearest is the candidate closest to hint; ok is false on a tie.
+func nearest(cands []int, hint int) (int, bool) {
+	bestS, bestD, tie := -1, 0, false
+	for _, s := range cands {
+		d := abs(s - hint)
+		switch {
+		case bestS < 0 || d < bestD:
+			bestS, bestD, tie = s, d, false
+		case d == bestD:
+			tie = true
+		}
+	}
+	return bestS, !tie
 }
 
 // maxFuzzyCandidates bounds how many anchored windows are scored per pattern.

@@ -294,3 +294,20 @@ func TestPatternNewFileFromCRLFNewStringKeepsCRLF(t *testing.T) {
 	}
 	wantContent(t, res.Content, "a\r\nc\r\n")
 }
+
+// A numbered hunk whose context occurs more than once after the previous
+// hunk is placed only when its line number and its order (the first place
+// after the previous hunk) agree: LLMs miscount line numbers, and trusting
+// either rule alone applied a hunk at the wrong one of two equal places. (The
+// first hunk has no order to check: its number picks, as before.)
+func TestPatternNumberedHunkNeedsNumberAndOrderToAgree(t *testing.T) {
+	orig := "a\nx\ny\nb\nx\ny\nc\n"
+	// After the hunk at line 1, order says the first x y, the number the second.
+	_, err := Apply(orig, true, Unified, "@@ -1,1 +1,1 @@\n-a\n+A\n@@ -5,2 +5,2 @@\n x\n-y\n+Y\n", Options{})
+	if err == nil || !strings.Contains(err.Error(), "matches 2 places") {
+		t.Fatalf("err = %v, want the two places refused", err)
+	}
+	// A previous hunk past the first x y: both rules pick the second.
+	res := applyOK(t, orig, Unified, "@@ -1,1 +1,1 @@\n-a\n+A\n@@ -4,1 +4,1 @@\n-b\n+B\n@@ -5,2 +5,2 @@\n x\n-y\n+Y\n")
+	wantContent(t, res.Content, "A\nx\ny\nB\nx\nY\nc\n")
+}
