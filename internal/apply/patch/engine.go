@@ -103,8 +103,6 @@ func (en *engine) run(edits []edit) (Result, error) {
 	return res, nil
 }
 
-
-
 // noOpReason says what is identical, in the strategy's words.
 func noOpReason(s Strategy) string {
 	switch s {
