@@ -63,6 +63,8 @@ func (e *AnswerError) Error() string {
 		return fmt.Sprintf("%s: %v", sourceName(e.Source), e.Err)
 	case errors.As(e.Err, &fe):
 		return fmt.Sprintf("%s: %v; nothing was applied", sourceName(e.Source), fe)
+	case errors.As(e.Err, &np) && brokenControl(np):
+		return fmt.Sprintf("%s is not a relay response: %v", sourceName(e.Source), np)
 	case errors.As(e.Err, &np):
 		return fmt.Sprintf("%s holds no changes relay can read: %s", sourceName(e.Source), np.Reason)
 	}
@@ -180,6 +182,7 @@ func answerHint(e *AnswerError, p Principal) string {
 		amb *patch.AmbiguousError
 		fe  *patch.FormatError
 		nt  *txn.NotThisProjectError
+		np  *patch.NotPatchError
 	)
 	switch {
 	case errors.As(e.Err, &cut):
@@ -196,6 +199,10 @@ func answerHint(e *AnswerError, p Principal) string {
 		return "ask the LLM to resend the answer with that fixed"
 	case errors.As(e.Err, &nt):
 		return "save the answer and run relay apply FILE in the project it is for"
+	case errors.As(e.Err, &np) && brokenControl(np) && p == Agent:
+		return "end the answer with the YAML block (projectId, uuid, changeSummary); relay prompt prints the format"
+	case errors.As(e.Err, &np) && brokenControl(np):
+		return "relay prompt   (the LLM needs these instructions; its answer must end with the YAML block)"
 	case p == Agent:
 		return "send a relay answer (relay prompt prints the format), a git diff, a codex patch, SEARCH/REPLACE blocks with their paths, edit JSON, or whole files in code blocks that name their path"
 	}
@@ -318,4 +325,9 @@ func lowerFirst(s string) string {
 		return s
 	}
 	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// brokenControl reports a relay answer whose control block is there but invalid.
+func brokenControl(np *patch.NotPatchError) bool {
+	return strings.HasPrefix(np.Reason, "invalid control block")
 }
