@@ -56,10 +56,7 @@ func (s *SQLite) checkpointer() {
 			case <-s.ckKick:
 				if wait != checkpointEvery {
 					wait = checkpointEvery
-					if !t.Stop() {
-						<-t.C
-					}
-					t.Reset(wait)
+					t.Reset(wait) // Go 1.23+: Reset drops a pending tick, no drain needed
 				}
 			case <-s.ckQuit:
 				return

@@ -186,3 +186,18 @@ func TestDeferredCommitSkipsSync(t *testing.T) {
 		t.Fatalf("mixed batch: synchronous=%d,%d, want FULL for both", a, b)
 	}
 }
+
+// TestCheckpointerConnectionWorks: the background checkpointer's connection opens and runs
+// its checkpoint (its DSN once carried an empty pragma, every checkpoint failed, and the
+// writer checkpointed 8,000 pages at a time inside commits instead).
+func TestCheckpointerConnectionWorks(t *testing.T) {
+	st := openStore(t)
+	put(t, st, newThread(t, st), "a.md", "markdown", "some text")
+	var busy, log, done int
+	if err := st.ck.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+		t.Fatalf("checkpointer connection: %v", err)
+	}
+	if busy != 0 || done != log {
+		t.Fatalf("checkpoint: busy %d, %d of %d frames", busy, done, log)
+	}
+}

@@ -196,7 +196,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(2)
 	r.SetConnMaxIdleTime(30 * time.Second)
-	ck, err := sql.Open("sqlite", dsn(""))
+	ck, err := sql.Open("sqlite", dsn())
 	if err != nil {
 		w.Close()
 		r.Close()
