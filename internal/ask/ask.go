@@ -6,6 +6,9 @@ package ask
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,6 +78,17 @@ type Request struct {
 	// Memory is a shared-memory section (a thread's header and artifact refs, with how to
 	// read them) that the caller built; ask only places it in the envelope.
 	Memory string
+	// Schema is a JSON Schema the answer must match: enforced through the
+	// friend's native structured output where it has one (codex, claude),
+	// else by the instruction in the envelope, validation and one retry.
+	Schema json.RawMessage
+	// Verdict asks for VerdictSchema: approve or request-changes, with
+	// findings naming file, line and severity. It sets its own schema.
+	Verdict bool
+	// Review asks for a review of the diff: DiffBase...HEAD plus uncommitted
+	// changes, or with no DiffBase every uncommitted change (git diff HEAD).
+	// The prompt may then be empty; a review prompt is used.
+	Review bool
 	// OnEvent, when set, receives every friend's events as they happen (what
 	// it is doing, pieces of its answer, the problems it retries); calls for
 	// different friends may come from different goroutines at once.
@@ -109,8 +123,27 @@ type Prepared struct {
 	Repo     string
 	Envelope string
 	Targets  []Target
-	req      Request
+	// DiffSHA256 is the hex SHA-256 of the diff sent ("" when none): a verdict
+	// on unchanged code is found again by it.
+	DiffSHA256 string
+	req        Request
+	schema     *schema
 }
+
+// AddNote appends a section to the envelope before Run (a prior verdict on
+// the same diff, say), within the prompt limit.
+func (p *Prepared) AddNote(title, text string) error {
+	env := p.Envelope + "\n\n" + title + ":\n" + strings.TrimSpace(text)
+	if n := len(env); n > MaxPromptBytes {
+		return tooLarge("Relay prompt", n, MaxPromptBytes)
+	}
+	p.Envelope = env
+	return nil
+}
+
+// DefaultReviewPrompt is the request of a --review without --prompt.
+const DefaultReviewPrompt = "Review the changes in the Git Diff below as a careful senior reviewer: correctness, " +
+	"security, error handling, tests, and anything that should block merging. Name the file and line of each finding."
 
 // Answer is one friend's reply (or failure) and what the CLI reported.
 type Answer struct {
@@ -124,6 +157,14 @@ type Answer struct {
 	Session      string
 	NewSession   bool
 	Err          *Error
+	// JSON is the answer's JSON value when a schema was asked for, checked
+	// against it; Verdict is that value read as a verdict (--verdict).
+	JSON    json.RawMessage
+	Verdict *Verdict
+	// Retried: the first answer did not match the schema and the friend was asked once more.
+	Retried bool
+	// Failure is the kind of failure, for the ledger ("" when answered).
+	Failure string
 }
 
 func supported() string { return strings.Join(backend.Names(), ", ") }
@@ -131,6 +172,9 @@ func supported() string { return strings.Join(backend.Names(), ", ") }
 // Prepare runs every check in its fixed order, then the guards.
 func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	// 1-2: prompt and timeout
+	if req.Review && strings.TrimSpace(req.Prompt) == "" {
+		req.Prompt = DefaultReviewPrompt
+	}
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, usagef("pass the question with --prompt TEXT (or --prompt - to read it from stdin)", "Prompt is required")
 	}
@@ -183,13 +227,41 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	// structured answers
+	var sch *schema
+	switch {
+	case req.Verdict && len(req.Schema) > 0:
+		return nil, usagef("drop --schema: --verdict asks for its own", "--verdict sets its own schema; do not combine it with --schema")
+	case req.Verdict:
+		sch, err = parseSchema([]byte(VerdictSchema))
+	case len(req.Schema) > 0:
+		sch, err = parseSchema(req.Schema)
+	}
+	if err != nil {
+		return nil, err
+	}
 	// 8: diff
 	diff, err := a.collectDiff(ctx, repo, req)
 	if err != nil {
 		return nil, err
 	}
+	if req.Review && diff == "" {
+		what := "uncommitted changes (git diff HEAD)"
+		if req.DiffBase != "" {
+			what = "changes against " + req.DiffBase + " (committed or not)"
+		}
+		return nil, errorf("commit or edit something first, or review a branch with --base REF", "Nothing to review: no %s", what)
+	}
+	prompt := req.Prompt
+	if req.Verdict {
+		prompt += "\n\nGive a verdict: approve only when nothing should block merging; otherwise request-changes. " +
+			"List every finding with the file and line it concerns (line null when it is about a whole file) and its severity: blocker, major, minor or nit."
+	}
+	if sch != nil {
+		prompt += "\n\n" + schemaInstruction(sch.raw)
+	}
 	// 9: envelope
-	envelope := buildEnvelope(repo, req.Prompt, strings.TrimSpace(req.Memory), ctxText, diff)
+	envelope := buildEnvelope(repo, prompt, strings.TrimSpace(req.Memory), ctxText, diff)
 	if n := len(envelope); n > MaxPromptBytes {
 		return nil, tooLarge("Relay prompt", n, MaxPromptBytes)
 	}
@@ -254,7 +326,12 @@ func (a *Asker) Prepare(ctx context.Context, req Request) (*Prepared, error) {
 			t.Session, t.NewSession = backend.Session{ID: uuid.NewString(), Persist: true}, true
 		}
 	}
-	return &Prepared{Repo: repo, Envelope: envelope, Targets: targets, req: withSandbox(req, sandbox)}, nil
+	p := &Prepared{Repo: repo, Envelope: envelope, Targets: targets, req: withSandbox(req, sandbox), schema: sch}
+	if diff != "" {
+		sum := sha256.Sum256([]byte(diff))
+		p.DiffSHA256 = hex.EncodeToString(sum[:])
+	}
+	return p, nil
 }
 
 func withSandbox(r Request, s string) Request { r.Sandbox = s; return r }
@@ -276,15 +353,48 @@ func (a *Asker) Run(ctx context.Context, p *Prepared) []Answer {
 
 func (a *Asker) runOne(ctx context.Context, p *Prepared, t Target) Answer {
 	start := time.Now()
-	res, err := t.Backend.Run(ctx, backend.Request{
+	breq := backend.Request{
 		Prompt: p.Envelope, Repo: p.Repo, Sandbox: p.req.Sandbox, Model: p.req.Model,
 		Timeout: time.Duration(p.req.TimeoutSeconds) * time.Second,
 		Env:     t.Env, Session: t.Session, Euid: a.Euid, OnEvent: p.req.OnEvent,
-	})
+	}
+	if p.schema != nil {
+		breq.Schema = p.schema.raw
+	}
+	res, err := t.Backend.Run(ctx, breq)
 	ans := Answer{Backend: t.Name, Duration: time.Since(start), Session: p.req.Session, NewSession: t.NewSession}
+	if err == nil && p.schema != nil {
+		if _, verr := p.schema.answerJSON(res); verr != nil && ctx.Err() == nil {
+			// one more try, told what was wrong; a one-off turn, so a session keeps its history clean
+			ans.Retried = true
+			retry := breq
+			retry.Prompt = p.Envelope + "\n\nYour previous answer did not match the required JSON Schema (" + clip(verr.Error(), 500) +
+				"). Answer again with only the JSON value."
+			retry.Session = backend.Session{} // a one-off turn: a --session keeps only its good answers
+			res, err = t.Backend.Run(ctx, retry)
+		}
+	}
+	ans.Duration = time.Since(start)
 	if err != nil {
 		ans.Err = fromBackend(t.Name, err)
+		ans.Failure = ans.Err.Kind.String()
 		return ans
+	}
+	if p.schema != nil {
+		v, verr := p.schema.answerJSON(res)
+		if verr != nil {
+			ans.Text = res.Answer
+			ans.Err = &Error{Backend: t.Name, Kind: backend.KindInvalidAnswer,
+				Message: fmt.Sprintf("the answer of %s does not match the schema, even when asked again: %s", t.Name, clip(verr.Error(), 1000)),
+				Hint:    "simplify the schema, or ask a friend with native structured output (codex, claude); the raw answer is in --json's answer"}
+			ans.Failure = ans.Err.Kind.String()
+			return ans
+		}
+		ans.JSON = v
+		if p.req.Verdict {
+			ans.Verdict, ans.JSON = deriveVerdict(v)
+		}
+		res.Answer = string(ans.JSON)
 	}
 	ans.Text, ans.Model = res.Answer, res.Model
 	if ans.Model == "" {
@@ -306,6 +416,29 @@ func (a *Asker) runOne(ctx context.Context, p *Prepared, t Target) Answer {
 		}
 	}
 	return ans
+}
+
+// answerJSON is the JSON value of a result: native structured output, else
+// what the answer's text holds; checked against the schema.
+func (s *schema) answerJSON(res backend.Result) (json.RawMessage, error) {
+	v := res.Structured
+	if len(v) == 0 {
+		var err error
+		if v, err = extractJSON(res.Answer); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.check(v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // fromBackend turns a backend failure into the one user-facing error type.

@@ -29,6 +29,13 @@ func (a *Asker) collectDiff(ctx context.Context, repo string, req Request) (stri
 			return "", diffError(err, "check that "+repo+" is a git repository with at least one commit")
 		}
 		parts = append(parts, strings.TrimSpace(branch), strings.TrimSpace(uncommitted))
+	case req.Review:
+		// every change not yet committed, staged or not
+		out, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD", "--")
+		if err != nil {
+			return "", diffError(err, "check that "+repo+" is a git repository with at least one commit")
+		}
+		parts = append(parts, strings.TrimSpace(out))
 	case req.IncludeDiff:
 		out, err := a.Git(ctx, repo, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--")
 		if err != nil {

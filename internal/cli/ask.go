@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,10 @@ type AskOptions struct {
 	Session     string
 	JSON        bool
 	Stream      bool
+	Schema      string // FILE or inline JSON
+	Verdict     bool
+	Review      bool
+	Base        string
 
 	// Thread records the ask in a memory thread (--thread, else $RELAY_THREAD).
 	Thread       string
@@ -98,6 +103,18 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 			if opts.IncludeDiff && opts.DiffBase != "" {
 				return WithHint(Usagef("use --include-diff or --diff-base, not both"), "relay ask --help")
 			}
+			if opts.Base != "" {
+				if opts.DiffBase != "" && opts.DiffBase != opts.Base {
+					return WithHint(Usagef("--base and --diff-base name different refs"), "pass one of them")
+				}
+				opts.DiffBase, opts.Review = opts.Base, true
+			}
+			if opts.Verdict && !opts.IncludeDiff && opts.DiffBase == "" {
+				opts.Review = true // a verdict is on a change: the uncommitted one unless told otherwise
+			}
+			if opts.Review && opts.IncludeDiff {
+				return WithHint(Usagef("--review sends every uncommitted change already; drop --include-diff"), "relay ask --review [--base REF]")
+			}
 			if opts.Stream && !opts.JSON && len(dedupeNames(opts.To)) > 1 {
 				return WithHint(Usagef("--stream prints one friend's answer as it arrives"),
 					"ask one friend with --stream, or add --json for one event a line from each friend")
@@ -122,6 +139,10 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.IntVar(&opts.MaxDepth, "max-depth", ask.DefaultMaxDepth, "refuse when PHONE_A_FRIEND_DEPTH is at or above this")
 	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this `LABEL` (claude, codex, gemini, qwen)")
 	fl.BoolVar(&opts.JSON, "json", false, "print {backend, model, answer, duration_ms, tokens, cost_usd} as JSON")
+	fl.StringVar(&opts.Schema, "schema", "", "the answer must be JSON matching this JSON Schema (`FILE` or inline JSON)")
+	fl.BoolVar(&opts.Verdict, "verdict", false, "ask for a verdict: approve or request-changes, with findings (file, line, severity)")
+	fl.BoolVar(&opts.Review, "review", false, "review the uncommitted changes (with --base REF: the branch since REF); --prompt is optional")
+	fl.StringVar(&opts.Base, "base", "", "with --review: review `REF`...HEAD plus uncommitted changes")
 	fl.BoolVar(&opts.Stream, "stream", false, "print the answer as it arrives (with --json: every event as one JSON line, then the answer)")
 	fl.StringVarP(&opts.Thread, "thread", "t", "", "record the ask in this memory `THREAD` (default $RELAY_THREAD): the friend gets the header and refs, the answer is stored")
 	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f))
@@ -227,6 +248,10 @@ type askJSON struct {
 	CostUSD    *float64    `json:"cost_usd,omitempty"`
 	Session    string      `json:"session,omitempty"`
 	Error      *askJSONErr `json:"error,omitempty"`
+	// With --schema or --verdict: the answer's JSON value, checked.
+	JSON    json.RawMessage `json:"json,omitempty"`
+	Verdict *ask.Verdict    `json:"verdict,omitempty"`
+	Retried bool            `json:"retried,omitempty"`
 	// With a thread: the stored answer's ref, and answer is its preview.
 	Ref       string `json:"ref,omitempty"`
 	Short     string `json:"short,omitempty"`
@@ -266,7 +291,12 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 		}
 		asker = ask.New(store)
 	}
+	schemaJSON, err := readSchemaArg(opts.Schema, wd)
+	if err != nil {
+		return err
+	}
 	req := ask.Request{
+		Schema: schemaJSON, Verdict: opts.Verdict, Review: opts.Review,
 		To: strings.Split(opts.To, ","), Prompt: opts.Prompt, Repo: opts.Repo,
 		ContextFile: opts.ContextFile, ContextText: opts.ContextText,
 		IncludeDiff: opts.IncludeDiff, DiffBase: opts.DiffBase,
@@ -356,6 +386,8 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 		}
 		switch {
 		case opts.JSON:
+		case a.Verdict != nil:
+			printVerdict(out, a.Verdict)
 		case opts.streamed && rec(0) != nil:
 			r := rec(0)
 			fmt.Fprintf(out, "[stored as artifact %s]\n", shortOr(r.Short, r.Ref))
@@ -379,6 +411,11 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
+		if a.Verdict != nil {
+			fmt.Fprintf(out, "=== %s ===\n", a.Backend)
+			printVerdict(out, a.Verdict)
+			continue
+		}
 		fmt.Fprintf(out, "=== %s ===\n%s\n", a.Backend, text(i))
 	}
 	if failed > 0 {
@@ -388,9 +425,55 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 	return nil
 }
 
+// readSchemaArg reads --schema: inline JSON, or a file of at most 64 KiB.
+func readSchemaArg(arg, wd string) (json.RawMessage, error) {
+	arg = strings.TrimSpace(arg)
+	if arg == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(arg, "{") {
+		return json.RawMessage(arg), nil
+	}
+	path := arg
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(wd, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, WithHint(Usagef("--schema %s is neither inline JSON nor a readable file", arg), `pass a file, or the schema itself: --schema '{"type":"object"}'`)
+	}
+	if fi.Size() > ask.MaxSchemaBytes {
+		return nil, WithHint(Usagef("--schema %s is %d bytes; max %d bytes", arg, fi.Size(), ask.MaxSchemaBytes), "keep the schema under 64 KiB")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, WithHint(fmt.Errorf("cannot read --schema %s: %w", arg, err), "check the file's permissions")
+	}
+	return b, nil
+}
+
+// printVerdict shows a verdict for people; --json has the exact value.
+func printVerdict(w io.Writer, v *ask.Verdict) {
+	fmt.Fprintf(w, "Verdict: %s", v.Verdict)
+	if v.Derived {
+		fmt.Fprint(w, " (the friend said approve; its findings say otherwise)")
+	}
+	fmt.Fprintf(w, "\n%s\n", field(v.Summary))
+	for _, f := range v.Findings {
+		loc := f.File
+		if f.Line != nil {
+			loc += fmt.Sprintf(":%d", *f.Line)
+		}
+		fmt.Fprintf(w, "- [%s] %s: %s\n", field(f.Severity), field(loc), field(f.Title))
+		if d := strings.TrimSpace(f.Detail); d != "" {
+			fmt.Fprintf(w, "  %s\n", field(d))
+		}
+	}
+}
+
 func toAskJSON(a ask.Answer) askJSON {
 	j := askJSON{Backend: a.Backend, Model: a.Model, Answer: a.Text, DurationMS: a.Duration.Milliseconds(),
-		CostUSD: a.CostUSD, Session: a.Session}
+		CostUSD: a.CostUSD, Session: a.Session, JSON: a.JSON, Verdict: a.Verdict, Retried: a.Retried}
 	if a.InputTokens != nil || a.OutputTokens != nil {
 		j.Tokens = &askTokens{Input: a.InputTokens, Output: a.OutputTokens}
 	}

@@ -35,6 +35,10 @@ type Request struct {
 	Session Session
 	// Euid lets the claude backend refuse danger mode as root before spawning.
 	Euid int
+	// Schema, when set, is the JSON Schema the answer must match; a friend
+	// with native structured output is given it (codex --output-schema,
+	// claude --json-schema).
+	Schema json.RawMessage
 	// OnEvent, when set, receives the friend's events as they happen (from
 	// several goroutines' worth of output, but one call at a time).
 	OnEvent func(Event)

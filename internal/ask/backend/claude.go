@@ -55,6 +55,9 @@ func (claudeSpec) plan(req Request, exe, _ string) (Invocation, error) {
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
+	if len(req.Schema) > 0 {
+		args = append(args, "--json-schema", string(req.Schema))
+	}
 	args = append(args, "--max-turns", maxTurns)
 	switch req.Sandbox {
 	case DangerFullAccess:

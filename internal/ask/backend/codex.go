@@ -39,6 +39,14 @@ func (codexSpec) plan(req Request, exe, tmpDir string) (Invocation, error) {
 		}
 	}
 	args = append(args, "--json", "--output-last-message", outFile)
+	if len(req.Schema) > 0 {
+		schemaFile := filepath.Join(tmpDir, "schema.json")
+		if err := os.WriteFile(schemaFile, req.Schema, 0o600); err != nil {
+			return Invocation{}, &Error{Backend: "codex", Message: fmt.Sprintf("Failed writing the schema for codex: %v", err),
+				Hint: "check that $TMPDIR is writable and has space"}
+		}
+		args = append(args, "--output-schema", schemaFile)
+	}
 	if req.Model != "" {
 		args = append(args, "-m", req.Model)
 	}

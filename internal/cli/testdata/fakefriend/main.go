@@ -105,6 +105,11 @@ func fakeFriendMain(name string) int {
 	if v := fakeEnv(name, "ANSWER"); v != "" {
 		answer = v
 	}
+	if f := fakeEnv(name, "ANSWER_FILE"); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			answer = string(b)
+		}
+	}
 	if fakeEnv(name, "EMPTY") == "1" {
 		answer = ""
 	}
