@@ -2,16 +2,19 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/blobgc"
 	"github.com/relaydev/relay/internal/memory/client"
 )
 
@@ -20,7 +23,7 @@ func newCmdArtifact(f *Factory) *cobra.Command {
 		Use:   "artifact",
 		Short: "Store content once and pass its ref instead of the text",
 	}
-	cmd.AddCommand(newCmdArtifactPut(f), newCmdArtifactGet(f), newCmdArtifactLs(f))
+	cmd.AddCommand(newCmdArtifactPut(f), newCmdArtifactGet(f), newCmdArtifactLs(f), newCmdArtifactGC(f))
 	return cmd
 }
 
@@ -81,8 +84,10 @@ func artifactPutRun(ctx context.Context, opts *ArtifactPutOptions) error {
 			if st.IsDir() {
 				return Usagef("%s is a directory; put one file at a time", opts.Path)
 			}
-			if st.Size() > memory.MaxArtifactSize {
-				return fmt.Errorf("%s is %d bytes; artifacts are limited to %d bytes", opts.Path, st.Size(), memory.MaxArtifactSize)
+			// The daemon knows its store's limit (50 MiB in a database, 5 GiB with a
+			// bucket); only what no store takes is refused before sending.
+			if st.Size() > memory.MaxBucketArtifactSize {
+				return WithHint(fmt.Errorf("%s is %d bytes; artifacts are limited to %d bytes", opts.Path, st.Size(), memory.MaxBucketArtifactSize), "split it, or keep it outside relay and store a link")
 			}
 		}
 		body = fh
@@ -250,4 +255,85 @@ func artifactLsRun(ctx context.Context, opts *ArtifactLsOptions) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", a.Ref, field(a.Type), a.Size, field(orDash(a.Name)), a.CreatedAt)
 	}
 	return tw.Flush()
+}
+
+// ArtifactGCOptions are the inputs of `relay artifact gc`.
+type ArtifactGCOptions struct {
+	F      *Factory
+	DryRun bool
+	Grace  time.Duration
+	JSON   bool
+}
+
+func newCmdArtifactGC(f *Factory) *cobra.Command {
+	opts := &ArtifactGCOptions{F: f}
+	cmd := &cobra.Command{
+		Use:   "gc [--dry-run] [--grace 24h]",
+		Short: "Delete artifact bodies no artifact references from the store's bucket",
+		Long: `Sweep the artifact bucket (relay up --artifacts s3://…): delete the bodies that no
+artifact of the store references and that are older than the grace period. They are
+left by puts whose artifact never committed (a crash, a refused write, a failed import).
+The daemon also sweeps by itself every 6 hours (store.artifacts_gc in config.json or
+RELAY_ARTIFACTS_GC sets the grace period, or off).
+
+A put in flight on any daemon is never swept away: each put pins its body in the store
+until its artifact commits. A bucket prefix that another relay store also uses is never
+swept (that store's bodies would look unreferenced); --dry-run still reports it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Grace < 0 {
+				return Usagef("--grace %s must not be negative", opts.Grace)
+			}
+			if !cmd.Flags().Changed("grace") {
+				opts.Grace = -1
+			}
+			return artifactGCRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "only report what a sweep would delete")
+	cmd.Flags().DurationVar(&opts.Grace, "grace", blobgc.DefaultGrace, "keep unreferenced bodies younger than this")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func artifactGCRun(ctx context.Context, opts *ArtifactGCOptions) error {
+	c, err := memoryClient(opts.F)
+	if err != nil {
+		return err
+	}
+	rep, err := c.SweepBucket(ctx, opts.DryRun, opts.Grace)
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case "no_bucket":
+			return WithHint(err, "relay up --artifacts s3://bucket/prefix?endpoint=… (docs/team.md)")
+		case "shared_bucket":
+			return WithHint(err, "relay artifact gc --dry-run (lists the other stores)")
+		case "sweep_running":
+			return WithHint(err, "relay artifact gc --dry-run")
+		}
+	}
+	if err != nil {
+		return apiErr(err, "")
+	}
+	if opts.JSON {
+		return writeJSON(opts.F.IO.Out, rep)
+	}
+	w := opts.F.IO.Out
+	fmt.Fprintf(w, "bucket:   %s\n", rep.Location)
+	fmt.Fprintf(w, "bodies:   %d (%s)\n", rep.Objects, humanBytes(rep.Bytes))
+	fmt.Fprintf(w, "orphans:  %d (%s), %d of them younger than %s (kept)\n", rep.Orphans, humanBytes(rep.OrphanBytes), rep.Young, rep.Grace)
+	verb := "deleted: "
+	if rep.DryRun {
+		verb = "would delete:"
+		rep.Deleted, rep.DeletedBytes = rep.Orphans-rep.Young, rep.OrphanBytes-rep.YoungBytes
+	}
+	fmt.Fprintf(w, "%s %d (%s)\n", verb, rep.Deleted, humanBytes(rep.DeletedBytes))
+	if rep.Pinned > 0 {
+		fmt.Fprintf(w, "pinned:   %d (a put in flight holds them; the next sweep looks again)\n", rep.Pinned)
+	}
+	for _, id := range rep.OtherStores {
+		fmt.Fprintf(opts.F.IO.ErrOut, "Warning: another relay store (%s) keeps bodies in this location; sweeps delete nothing here\n", id)
+	}
+	return nil
 }

@@ -285,7 +285,7 @@ func upForeground(ctx context.Context, opts *UpOptions, home string, port int, t
 	}
 	server.LimitMemory()
 	err := server.Run(ctx, server.RunOptions{Home: home, Host: opts.Host, Port: port, Token: token, NoAuth: opts.NoAuth, Version: opts.F.Version,
-		LogLevel: dc.LogLevel, Sync: dc.Sync, Mirror: dc.Mirror, Capabilities: dc.Capabilities, Store: dc.Store, Artifacts: dc.Artifacts, Ready: func(info relayhome.Info) {
+		LogLevel: dc.LogLevel, Sync: dc.Sync, Mirror: dc.Mirror, Capabilities: dc.Capabilities, Store: dc.Store, Artifacts: dc.Artifacts, ArtifactsGC: dc.ArtifactsGC, Ready: func(info relayhome.Info) {
 			fmt.Fprintf(opts.F.IO.ErrOut, "relay daemon listening on %s (Ctrl-C stops it)\n", info.URL)
 		}})
 	if errors.Is(err, server.ErrAlreadyRunning) {

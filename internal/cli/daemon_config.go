@@ -23,6 +23,9 @@ type daemonConfig struct {
 	Capabilities server.CapabilityOptions
 	// Store and Artifacts locate the store and the artifact bucket (package backend).
 	Store, Artifacts string
+	// ArtifactsGC is the grace period of the daemon's sweeps of the bucket (0: the
+	// default, negative: no automatic sweeps).
+	ArtifactsGC time.Duration
 }
 
 // A setting names where a value came from, for the error.
@@ -132,6 +135,16 @@ func loadDaemonConfig(getenv func(string) string, u *relayhome.User) (daemonConf
 	}
 	if s, ok := pick("RELAY_ARTIFACTS", "store.artifacts", u.Store.Artifacts); ok {
 		c.Artifacts = s.value
+	}
+	if s, ok := pick("RELAY_ARTIFACTS_GC", "store.artifacts_gc", u.Store.ArtifactsGC); ok {
+		switch d, err := time.ParseDuration(s.value); {
+		case strings.EqualFold(s.value, "off"):
+			c.ArtifactsGC = -1
+		case err != nil || d < time.Hour:
+			return c, s.errorf("use off, or the grace period of the bucket's automatic sweeps, at least 1h (default 24h): unreferenced bodies younger than it are kept")
+		default:
+			c.ArtifactsGC = d
+		}
 	}
 	return c, c.Capabilities.Validate()
 }

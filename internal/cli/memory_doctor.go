@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -175,5 +176,25 @@ func checkBucket(ctx context.Context, f *Factory) checkResult {
 	if err := blob.Probe(ctx, bs); err != nil {
 		return checkResult{Status: statusFail, Detail: bs.String() + ": " + err.Error(), Hint: "check the endpoint, the bucket and AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"}
 	}
-	return checkResult{Status: statusOK, Detail: bs.String() + ": reachable, write/read/delete round trip ok"}
+	res := checkResult{Status: statusOK, Detail: bs.String() + ": reachable, write/read/delete round trip ok"}
+	// Orphans: counted by the daemon, which knows every artifact of its store.
+	c, err := memoryClient(f)
+	if err != nil {
+		return res
+	}
+	c.HTTP = &http.Client{Timeout: 20 * time.Second}
+	rep, err := c.SweepBucket(ctx, true, -1)
+	switch {
+	case err != nil:
+		res.Detail += "; unreferenced bodies not counted (" + err.Error() + ")"
+	case len(rep.OtherStores) > 0:
+		return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s; %d other relay store(s) keep bodies in the same location, so its unreferenced bodies (%d, %s) are never swept",
+			res.Detail, len(rep.OtherStores), rep.Orphans, humanBytes(rep.OrphanBytes)), Hint: "give each store its own prefix (s3://bucket/PREFIX), or remove the marker of a store that is gone under stores/"}
+	case rep.Orphans > rep.Young:
+		res.Detail += fmt.Sprintf("; %d unreferenced bodies (%s), %d past the %s grace period", rep.Orphans, humanBytes(rep.OrphanBytes), rep.Orphans-rep.Young, rep.Grace)
+		res.Hint = "relay artifact gc (the daemon also sweeps every 6 hours)"
+	default:
+		res.Detail += fmt.Sprintf("; %d unreferenced bodies (%s), all younger than %s", rep.Orphans, humanBytes(rep.OrphanBytes), rep.Grace)
+	}
+	return res
 }

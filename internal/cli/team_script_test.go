@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"sync/atomic"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/relaydev/relay/internal/memory/blob"
 	"github.com/relaydev/relay/internal/testsupport/pgtest"
 	"github.com/relaydev/relay/internal/testsupport/s3test"
 )
@@ -14,6 +17,7 @@ import (
 func init() {
 	scriptCmds["pgdb"] = cmdPGDB
 	scriptCmds["s3bucket"] = cmdS3Bucket
+	scriptCmds["s3orphan"] = cmdS3Orphan
 }
 
 // cmdPGDB creates an empty database on the test PostgreSQL server and puts its URL in the
@@ -67,4 +71,21 @@ func cmdS3Bucket(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
 	ts.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
 	ts.Setenv(args[0], loc)
+}
+
+// cmdS3Orphan puts FILE's bytes into the bucket at LOCATION as a body no artifact
+// references, the way a put that crashed before its commit leaves one: s3orphan LOCATION FILE.
+func cmdS3Orphan(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: s3orphan LOCATION FILE")
+	}
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		os.Setenv(k, ts.Getenv(k)) // the blob store reads its credentials from the environment
+	}
+	bs, err := blob.Open(context.Background(), args[0])
+	ts.Check(err)
+	b, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	_, err = bs.Put(context.Background(), blob.Sum(b), int64(len(b)), bytes.NewReader(b))
+	ts.Check(err)
 }

@@ -280,8 +280,14 @@ type RefShortener interface {
 // author and capability lengths, the type (detected from head when empty) and the source
 // refs. It returns the type and the source refs (never nil) to store.
 func CheckPut(p PutArtifactParams, size int64, head []byte) (typ string, refs []string, err error) {
-	if size > MaxArtifactSize {
-		return "", nil, &TooLargeError{What: "the artifact", Limit: MaxArtifactSize}
+	return CheckPutLimit(p, size, head, MaxArtifactSize)
+}
+
+// CheckPutLimit is CheckPut for a store whose artifacts may be up to limit bytes (a store
+// with a bucket: MaxBucketArtifactSize).
+func CheckPutLimit(p PutArtifactParams, size int64, head []byte, limit int64) (typ string, refs []string, err error) {
+	if size > limit {
+		return "", nil, &TooLargeError{What: "the artifact", Limit: limit}
 	}
 	if len([]rune(p.Name)) > MaxNameLen || strings.ContainsAny(p.Name, "\x00\n\r") {
 		return "", nil, BadRequest("artifact name must be at most %d characters on one line", MaxNameLen)
@@ -305,4 +311,18 @@ func CheckPut(p PutArtifactParams, size int64, head []byte) (typ string, refs []
 		}
 	}
 	return typ, refs, nil
+}
+
+// ArtifactLimiter is a store whose artifacts may be larger than MaxArtifactSize (its bodies
+// go to a bucket, streamed, never whole in memory).
+type ArtifactLimiter interface {
+	MaxArtifactBytes() int64
+}
+
+// ArtifactLimit is the largest artifact st takes.
+func ArtifactLimit(st Store) int64 {
+	if l, ok := st.(ArtifactLimiter); ok {
+		return l.MaxArtifactBytes()
+	}
+	return MaxArtifactSize
 }

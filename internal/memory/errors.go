@@ -119,3 +119,13 @@ func IsTransient(st Store, err error) bool {
 	ts, ok := st.(TransientStore)
 	return ok && err != nil && ts.Transient(err)
 }
+
+// NoBucketError says an artifact's body is kept in a bucket and the store was opened
+// without one: a configuration to fix, not a failure of the store.
+type NoBucketError struct {
+	Hash string // of the body
+}
+
+func (e *NoBucketError) Error() string {
+	return fmt.Sprintf("artifact body %.12s is kept in a bucket, and this daemon was started without one; restart it with --artifacts (RELAY_ARTIFACTS, or store.artifacts in config.json) naming the bucket it was stored with", e.Hash)
+}

@@ -116,7 +116,8 @@ type Dumper interface {
 	// may open a ref more than once. A thread id or artifact ref already in the store is an
 	// *ExistsError, and an error from content or a body that does not hash to its
 	// artifact's hash aborts; nothing is written (bodies already in a bucket stay there
-	// unreferenced until its garbage collection).
+	// unreferenced until its garbage collection). A body the bucket already holds under
+	// the artifact's hash is not read again.
 	ImportThread(ctx context.Context, d *ThreadDump, content Content) error
 }
 

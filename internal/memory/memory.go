@@ -295,10 +295,15 @@ type StoreStats struct {
 
 // Limits of the store.
 const (
-	MaxNameLen      = 200
-	MaxStateBytes   = 8 << 20
+	MaxNameLen    = 200
+	MaxStateBytes = 8 << 20
+	// MaxArtifactSize bounds an artifact whose body is kept in the store's database.
 	MaxArtifactSize = 50 << 20
-	PreviewBytes    = 2048
+	// MaxBucketArtifactSize bounds an artifact whose body goes to a bucket (--artifacts):
+	// it streams through the daemon and is never whole in its memory, so only the time an
+	// upload takes and the bucket's own limits matter.
+	MaxBucketArtifactSize = 5 << 30
+	PreviewBytes          = 2048
 )
 
 // StateRef formats a version as a state_ref ("v7").

@@ -45,6 +45,9 @@ type User struct {
 type Store struct {
 	URL       string `json:"url,omitempty"`
 	Artifacts string `json:"artifacts,omitempty"`
+	// ArtifactsGC is the grace period of the daemon's sweeps of the artifact bucket
+	// ("24h", the default) or "off".
+	ArtifactsGC string `json:"artifacts_gc,omitempty"`
 }
 
 // Fetch limits the http.fetch capability.

@@ -1,5 +1,5 @@
 // Package backend opens the memory store a URL names: the embedded SQLite store in
-// $RELAY_HOME (the default), or PostgreSQL with artifact bodies optionally in an
+// $RELAY_HOME (the default) or PostgreSQL, either with artifact bodies optionally in an
 // S3-compatible bucket. It is the one place that knows every backend.
 package backend
 
@@ -12,6 +12,7 @@ import (
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
+	"github.com/relaydev/relay/internal/memory/blobgc"
 	"github.com/relaydev/relay/internal/memory/postgres"
 	"github.com/relaydev/relay/internal/memory/sqlite"
 	"github.com/relaydev/relay/internal/relayhome"
@@ -74,17 +75,32 @@ func Open(ctx context.Context, cfg Config) (memory.Store, error) {
 			return nil, err
 		}
 	}
+	var st memory.Store
 	switch kind {
 	case "postgres":
-		return postgres.Open(ctx, cfg.URL, postgres.Options{Blobs: blobs})
+		st, err = postgres.Open(ctx, cfg.URL, postgres.Options{Blobs: blobs})
 	default:
-		if blobs != nil {
-			return nil, fmt.Errorf("artifacts in %s need a shared store: the embedded SQLite store keeps bodies in its own file; use --store postgres://… with --artifacts", blobs)
+		dir, derr := SQLiteHome(cfg.Home, cfg.URL)
+		if derr != nil {
+			return nil, derr
 		}
-		dir, err := SQLiteHome(cfg.Home, cfg.URL)
-		if err != nil {
-			return nil, err
-		}
-		return sqlite.OpenSQLite(dir, sqlite.Options{Sync: cfg.Sync, Mirror: cfg.Mirror})
+		st, err = sqlite.OpenSQLite(dir, sqlite.Options{Sync: cfg.Sync, Mirror: cfg.Mirror, Blobs: blobs})
 	}
+	if err != nil {
+		return nil, err
+	}
+	// The store marks the bucket location as its own, so a garbage collection run by any
+	// store there can tell that it is shared (package blobgc) before deleting anything.
+	c, bucket := blobs.(blob.Collectable)
+	if ix, ok := st.(blobgc.Index); ok && bucket {
+		id, err := ix.StoreID(ctx)
+		if err == nil {
+			_, err = c.Mark(ctx, id)
+		}
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("mark %s as this store's: %w", blobs, err)
+		}
+	}
+	return st, nil
 }

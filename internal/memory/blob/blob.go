@@ -219,6 +219,15 @@ func (b *Body) Bytes() ([]byte, error) {
 	return io.ReadAll(b.Reader())
 }
 
+// Prefix returns the body's first n bytes (all of it when shorter), reading a spooled body's
+// file for them.
+func (b *Body) Prefix(n int64) ([]byte, error) {
+	if b.file == nil {
+		return b.mem[:min(int64(len(b.mem)), n)], nil
+	}
+	return io.ReadAll(io.LimitReader(b.Reader(), n))
+}
+
 // Reader returns a reader over the whole body from its start; readers are independent.
 func (b *Body) Reader() io.Reader {
 	if b.file == nil {

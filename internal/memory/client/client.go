@@ -20,6 +20,7 @@ import (
 	"github.com/relaydev/relay/internal/relayhome"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/blobgc"
 )
 
 // Client talks to one daemon.
@@ -555,4 +556,20 @@ func (c *Client) streamOnce(ctx context.Context, id string, after int64, fn func
 		return after, err
 	}
 	return after, io.ErrUnexpectedEOF
+}
+
+// SweepBucket calls POST /store/gc (GET with dryRun): the garbage collection of the
+// store's artifact bucket; grace < 0 is the daemon's default.
+func (c *Client) SweepBucket(ctx context.Context, dryRun bool, grace time.Duration) (blobgc.Report, error) {
+	q := url.Values{}
+	if grace >= 0 {
+		q.Set("grace", grace.String())
+	}
+	method := http.MethodPost
+	if dryRun {
+		method = http.MethodGet
+	}
+	var rep blobgc.Report
+	err := c.doJSON(ctx, Request{Method: method, Path: "/store/gc?" + q.Encode()}, &rep)
+	return rep, err
 }

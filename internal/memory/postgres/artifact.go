@@ -27,10 +27,22 @@ const (
 
 // PutArtifact implements memory.Store.
 func (s *Store) PutArtifact(ctx context.Context, id string, p memory.PutArtifactParams) (memory.Artifact, error) {
-	if len(p.Content) > memory.MaxArtifactSize {
-		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: memory.MaxArtifactSize}
+	if int64(len(p.Content)) > s.MaxArtifactBytes() {
+		return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: s.MaxArtifactBytes()}
 	}
 	return s.PutArtifactBody(ctx, id, p, blob.FromBytes(p.Content))
+}
+
+// StreamsBodies reports that bodies reach this store as streams (they may go to a bucket).
+func (s *Store) StreamsBodies() bool { return true }
+
+// MaxArtifactBytes implements memory.ArtifactLimiter: bodies in a bucket stream and may be
+// large; bodies in the database are bounded like SQLite's.
+func (s *Store) MaxArtifactBytes() int64 {
+	if s.blobs != nil {
+		return memory.MaxBucketArtifactSize
+	}
+	return memory.MaxArtifactSize
 }
 
 // PutArtifactBody stores an artifact whose content was spooled (p.Content is ignored): a
@@ -39,7 +51,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Artifact{}, err
 	}
-	typ, refs, err := memory.CheckPut(p, body.Size, body.Head)
+	typ, refs, err := memory.CheckPutLimit(p, body.Size, body.Head, s.MaxArtifactBytes())
 	if err != nil {
 		return memory.Artifact{}, err
 	}
@@ -48,11 +60,8 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	var content []byte
 	if body.InMemory() {
 		content, _ = body.Bytes()
-	} else {
-		var err error
-		if content, err = io.ReadAll(io.LimitReader(body.Reader(), maxIndexedBytes)); err != nil {
-			return memory.Artifact{}, fmt.Errorf("read spooled upload: %w", err)
-		}
+	} else if content, err = body.Prefix(maxIndexedBytes); err != nil {
+		return memory.Artifact{}, fmt.Errorf("read spooled upload: %w", err)
 	}
 	a := memory.Artifact{ThreadID: id, Type: typ, Mime: memory.MimeFor(typ, body.Head), Name: p.Name, Size: body.Size,
 		Hash: body.Sum, Preview: memory.MakePreview(typ, content),
@@ -228,7 +237,7 @@ func (s *Store) openBody(ctx context.Context, q querier, sum string) (io.ReadClo
 	err := q.QueryRow(ctx, `SELECT content FROM blobs WHERE hash = $1`, sum).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if s.blobs == nil {
-			return nil, fmt.Errorf("body %s is not in the database; if the team keeps bodies in a bucket, start the daemon with --artifacts s3://…", sum[:12])
+			return nil, &memory.NoBucketError{Hash: sum}
 		}
 		return nil, fmt.Errorf("body %s is neither in %s nor in the database: %w", sum[:12], s.blobs, blob.ErrNotFound)
 	}
@@ -248,6 +257,9 @@ func (s *Store) ArtifactContent(ctx context.Context, id, ref string) (memory.Art
 	b, err := io.ReadAll(io.LimitReader(r, memory.MaxArtifactSize+1))
 	if err != nil {
 		return a, nil, fmt.Errorf("read content of artifact %s: %w", ref, err)
+	}
+	if len(b) > memory.MaxArtifactSize {
+		return a, nil, &memory.TooLargeError{What: "artifact " + ref + " (read it streamed, GET …?raw=1)", Limit: memory.MaxArtifactSize}
 	}
 	return a, b, nil
 }

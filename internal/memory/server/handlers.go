@@ -394,12 +394,13 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 			return badRequest("JSON artifact upload needs content (text) or content_base64; or send the raw bytes with Content-Type: application/octet-stream")
 		}
 		p.Name, p.Type, p.CreatedBy, p.Capability, p.SourceRefs = in.Name, in.Type, in.CreatedBy, in.Capability, in.SourceRefs
-	} else if sp, ok := s.store.(streamingStore); ok {
+	} else if sp, ok := s.store.(streamingStore); ok && sp.StreamsBodies() {
 		// A raw upload to a store that streams: hashed while read, held in memory up to
 		// spoolThreshold and in a temporary file above it, never whole in memory.
-		body, err := blob.Spool(http.MaxBytesReader(w, r.Body, MaxArtifactBody), MaxArtifactBody, spoolThreshold, "")
+		limit := memory.ArtifactLimit(s.store)
+		body, err := blob.Spool(http.MaxBytesReader(w, r.Body, limit), limit, spoolThreshold, "")
 		if errors.Is(err, blob.ErrTooLarge) {
-			return &memory.TooLargeError{What: "the artifact", Limit: MaxArtifactBody}
+			return &memory.TooLargeError{What: "the artifact", Limit: limit}
 		}
 		if err != nil {
 			return err
@@ -442,11 +443,15 @@ func writeArtifactCreated(w http.ResponseWriter, id string, a memory.Artifact) e
 // spoolThreshold is the size above which a streamed upload goes to a temporary file.
 const spoolThreshold = 1 << 20
 
-// streamingStore is a store that takes and serves artifact bodies as streams (the
-// PostgreSQL store, whose bodies may live in a bucket); the others get whole bodies.
+// streamingStore is a store that takes and serves artifact bodies as streams (PostgreSQL,
+// and SQLite with a bucket): uploads are spooled to a temporary file above spoolThreshold
+// and reads are copied as they come, so a large artifact never sits whole in memory.
 type streamingStore interface {
 	PutArtifactBody(ctx context.Context, threadID string, p memory.PutArtifactParams, body *blob.Body) (memory.Artifact, error)
 	OpenArtifact(ctx context.Context, threadID, ref string) (memory.Artifact, io.ReadCloser, error)
+	// StreamsBodies is false when whole bodies are cheaper (SQLite keeping them in its
+	// own file, at most memory.MaxArtifactSize).
+	StreamsBodies() bool
 }
 
 func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) error {
@@ -475,7 +480,7 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error
 		writeJSON(w, http.StatusOK, a)
 		return nil
 	}
-	if sp, ok := s.store.(streamingStore); ok {
+	if sp, ok := s.store.(streamingStore); ok && sp.StreamsBodies() {
 		return s.streamArtifact(w, r, sp, id, ref)
 	}
 	a, b, err := s.store.ArtifactContent(r.Context(), id, ref)

@@ -46,6 +46,9 @@ type RunOptions struct {
 	// Store is the store URL ("" = SQLite in Home, postgres://… = shared) and Artifacts
 	// where artifact bodies go ("" = in the store, s3://… = a bucket); see package backend.
 	Store, Artifacts string
+	// ArtifactsGC is the grace period of the automatic sweeps of the artifact bucket
+	// (0: blobgc.DefaultGrace; negative: none).
+	ArtifactsGC time.Duration
 }
 
 // ErrAlreadyRunning is returned by Run when another daemon holds the store.
@@ -110,6 +113,9 @@ func Run(ctx context.Context, o RunOptions) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	srv.RegisterOnShutdown(s.Close)
+	if o.ArtifactsGC >= 0 {
+		go s.sweepBucket(o.ArtifactsGC)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("daemon started", "url", info.URL, "pid", info.PID, "version", info.Version, "store", store.Describe().Backend+" "+store.Describe().Location, "auth", o.Token != "")

@@ -114,6 +114,8 @@ func (s *Server) routes() {
 	m.Handle("GET /threads/{id}/artifacts/{ref}", s.api(s.handleGetArtifact))
 	m.Handle("GET /threads/{id}/events", s.api(s.handleEvents))
 	m.Handle("GET /threads/{id}/events/stream", s.api(s.handleStream))
+	m.Handle("GET /store/gc", s.api(s.handleGC))
+	m.Handle("POST /store/gc", s.api(s.handleGC))
 }
 
 // handleNoRoute answers what no pattern matched: 405 with Allow when the path exists for
@@ -211,7 +213,10 @@ func toAPIError(err error) *apiError {
 	var co *memory.CorruptError
 	var nt *memory.NameTakenError
 	var mb *http.MaxBytesError
+	var nb *memory.NoBucketError
 	switch {
+	case errors.As(err, &nb):
+		return &apiError{Status: http.StatusConflict, Code: "no_bucket", Msg: nb.Error()}
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &mb):

@@ -24,6 +24,9 @@ import (
 const (
 	encRaw = 0
 	encS2  = 1
+	// encBucket: the body is in the bucket (bucket.go); the row keeps only the text the
+	// search index reads, as it is indexed.
+	encBucket = 2
 )
 
 // encodeContent returns how to store b.
@@ -93,6 +96,9 @@ func indexText(typ string, content []byte) string {
 
 // searchText decodes stored content and returns its indexText.
 func searchText(typ string, stored []byte, enc int) (string, error) {
+	if enc == encBucket {
+		return string(stored), nil
+	}
 	b, err := decodeContent(enc, stored)
 	if err != nil {
 		return "", err
@@ -135,6 +141,9 @@ var registerFuncs = sync.OnceValue(func() error {
 // openContent returns a reader of an artifact's body stored as enc, which fails at its end
 // unless the bytes hash to sum.
 func (s *SQLite) openContent(ctx context.Context, sum string, enc int, stored []byte) (io.ReadCloser, error) {
+	if enc == encBucket {
+		return s.openBucket(ctx, sum)
+	}
 	b, err := decodeContent(enc, stored)
 	if err != nil {
 		return nil, err

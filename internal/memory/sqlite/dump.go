@@ -116,6 +116,15 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
+	var texts map[string][]byte // with a bucket: the bodies are there, this is their index text
+	if s.blobs != nil {
+		var unpin func()
+		var err error
+		if texts, unpin, err = s.importBodies(ctx, d, content); err != nil {
+			return err
+		}
+		defer unpin()
+	}
 	err := s.WriteTx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
@@ -167,14 +176,20 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 			}
 		}
 		for _, a := range d.Artifacts {
-			body, err := memory.ContentBytes(content, a.Ref, memory.MaxArtifactSize)
-			if err != nil {
-				return err
+			enc, stored := encBucket, texts[a.Ref]
+			if texts == nil {
+				body, err := memory.ContentBytes(content, a.Ref, memory.MaxArtifactSize)
+				if err != nil {
+					return err
+				}
+				if sha256.Sum256(body) != hashOf(a.Hash) || int64(len(body)) != a.Size {
+					return memory.BadRequest("content of artifact %s does not match its hash %s and size %d", a.Ref, a.Hash, a.Size)
+				}
+				enc, stored = encodeContent(body)
 			}
-			if sha256.Sum256(body) != hashOf(a.Hash) || int64(len(body)) != a.Size {
-				return memory.BadRequest("content of artifact %s does not match its hash %s and size %d", a.Ref, a.Hash, a.Size)
+			if stored == nil {
+				stored = []byte{} // the column is NOT NULL
 			}
-			enc, stored := encodeContent(body)
 			// The indexer (indexer.go) adds the artifacts to the search index after the commit.
 			if _, err := tx.ExecContext(ctx, sqlInsertArtifact,
 				a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.PreviewText, a.PreviewLines, a.PreviewTruncated, a.CreatedBy, a.Capability, a.SourceRefs, a.CreatedAt,

@@ -82,4 +82,6 @@ var migrations = []migration{
 	{"0200_search_background_external", searchMigration0200},
 	{"0201_search_prefix_index", searchMigration0201},
 	{"0300_search_own_file", searchMigration0300},
+	// A bucket's garbage collection asks which listed bodies any artifact references.
+	{"0400_artifacts_hash", `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`},
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/relaydev/relay/internal/relayhome"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/blob"
 
 	"github.com/google/uuid"
 	"github.com/relaydev/relay/internal/memory/jsonpatch"
@@ -86,6 +87,11 @@ type SQLite struct {
 	xw, xr     *sql.DB              // search.db: the indexer's writer, the searches' readers
 	xstmts     map[string]*sql.Stmt // the indexer's prepared statements
 	token      string               // names this open in search.db's content view
+
+	blobs   blob.Store     // bodies outside the database (nil: in artifact_content)
+	pinMu   sync.Mutex     // held by a sweep while it checks and deletes a batch (bucket.go)
+	pins    map[string]int // hashes of bodies being put to the bucket
+	sweepMu sync.Mutex     // one sweep at a time
 }
 
 // cached is an immutable snapshot of a thread's latest state; replaced, never mutated
@@ -142,6 +148,10 @@ type Options struct {
 	// Mirror writes the human-readable copy under $RELAY_HOME/threads (state.json,
 	// events.log, artifacts/) after each commit. Off by default: it doubles the disk used.
 	Mirror bool
+	// Blobs keeps artifact bodies outside the database, in a bucket or directory (nil: in
+	// the database). The database then keeps each artifact's metadata, preview and the
+	// text search indexes, not its body.
+	Blobs blob.Store
 }
 
 // OpenSQLite opens (creating if needed) the store in home ($RELAY_HOME).
@@ -207,7 +217,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now, syncMode: syncMode, commitSync: syncMode,
+	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now, syncMode: syncMode, commitSync: syncMode, blobs: opt.Blobs, pins: map[string]int{},
 		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, relayhome.ThreadsDir), opt.Mirror), idx: newIndexer(),
 		stmts: map[string]*sql.Stmt{}, xstmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckLazy: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
@@ -867,6 +877,12 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Artifact{}, err
 	}
+	if s.blobs != nil {
+		if int64(len(p.Content)) > s.MaxArtifactBytes() {
+			return memory.Artifact{}, &memory.TooLargeError{What: "the artifact", Limit: s.MaxArtifactBytes()}
+		}
+		return s.PutArtifactBody(ctx, id, p, blob.FromBytes(p.Content))
+	}
 	typ, refs, err := memory.CheckPut(p, int64(len(p.Content)), p.Content)
 	if err != nil {
 		return memory.Artifact{}, err
@@ -875,7 +891,6 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 	a := memory.Artifact{ThreadID: id, Type: typ, Mime: memory.MimeFor(typ, p.Content), Name: p.Name, Size: int64(len(p.Content)),
 		Hash: hex.EncodeToString(sum[:]), Preview: memory.MakePreview(typ, p.Content),
 		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
-	srcRefs, _ := json.Marshal(refs)
 	indexed := p.Capability != memory.SearchCapability // search result lists are never indexed
 	if indexed {
 		if err := s.waitIndexRoom(ctx); err != nil {
@@ -883,9 +898,17 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 		}
 	}
 	enc, stored := encodeContent(p.Content) // before taking the writer: compression runs in parallel
+	return s.storeArtifact(ctx, a, enc, stored, p.Content)
+}
 
+// storeArtifact commits an artifact whose content row is stored (as enc); mirrored is the
+// body for the file mirror (nil: none).
+func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, stored, mirrored []byte) (memory.Artifact, error) {
+	id := a.ThreadID
+	srcRefs, _ := json.Marshal(a.Provenance.SourceRefs)
+	indexed := a.Provenance.Capability != memory.SearchCapability
 	var out memory.Artifact
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		var exists int
 		if err := s.queryRow(ctx, tx, sqlThreadExists, id).Scan(&exists); err != nil {
 			return nil, fmt.Errorf("read thread %s: %w", id, err)
@@ -927,7 +950,9 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 				c.puts.Add(1) // its header lists recent artifacts
 			}
 			s.cmu.RUnlock()
-			s.mirror.artifact(a, p.Content)
+			if mirrored != nil || a.Size == 0 {
+				s.mirror.artifact(a, mirrored)
+			}
 			s.mirror.event(ev)
 			s.broker.Notify(id)
 			if indexed {
@@ -1007,6 +1032,9 @@ func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (memory.Ar
 	var enc int
 	if err := s.r.QueryRowContext(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, a.Ref).Scan(&b, &enc); err != nil {
 		return a, nil, fmt.Errorf("read content of artifact %s: %w", a.Ref, err)
+	}
+	if enc == encBucket {
+		return s.bucketContent(ctx, a)
 	}
 	if b, err = decodeContent(enc, b); err != nil {
 		return a, nil, fmt.Errorf("read content of artifact %s: %w", a.Ref, err)
