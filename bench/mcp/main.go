@@ -28,7 +28,11 @@ import (
 func main() {
 	n := flag.Int("n", 1000, "tool calls to time")
 	relay := flag.String("relay", "", "relay binary (default: go build ./cmd/relay into a temp dir)")
+	notes := flag.Int("search-notes", 0, "instead: put this many ~2 KB notes through memory op=put, then time -n memory op=search calls")
 	flag.Parse()
+	if *notes > 0 {
+		searchNotes = *notes
+	}
 	if err := run(*n, *relay); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/mcp:", err)
 		os.Exit(1)
@@ -75,6 +79,9 @@ func run(n int, relay string) error {
 		return fmt.Errorf("first call: %v %v", err, res)
 	}
 	fmt.Printf("session start + first call (daemon started, thread made): %s\n", time.Since(t0).Round(time.Millisecond))
+	if searchNotes > 0 {
+		return timeSearches(ctx, cs, n)
+	}
 	// a realistic header: a few facts and steps
 	patch := []any{
 		map[string]any{"op": "add", "path": "/facts", "value": []any{
@@ -146,6 +153,45 @@ func run(n int, relay string) error {
 	fmt.Printf("memory op=header over MCP stdio, %d calls (%d-byte result): p50 %s  p99 %s\n", n, size, us(mp50), us(mp99))
 	fmt.Printf("the same header over HTTP from the daemon, %d calls:          p50 %s  p99 %s\n", n, us(hp50), us(hp99))
 	fmt.Printf("MCP overhead per call: p50 +%s  p99 +%s\n", us(mp50-hp50), us(mp99-hp99))
+	return nil
+}
+
+// searchNotes > 0 times memory op=search over that many notes instead of the header.
+var searchNotes int
+
+// timeSearches puts searchNotes notes of ~2 KB (distinct markdown-like text) through the
+// memory tool, then times n searches for words they contain, as an agent calls them.
+func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int) error {
+	topics := []string{"retry policy", "backoff", "database migration", "cache eviction", "token budget", "flaky test", "release notes", "rate limit"}
+	for i := range searchNotes {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# note %d: %s\n\n", i, topics[i%len(topics)])
+		for b.Len() < 2000 {
+			fmt.Fprintf(&b, "- step %d of note%d: checked the %s of service%d, next look at %s; see issue %d.\n",
+				b.Len()/90, i, topics[(i+b.Len())%len(topics)], i%37, topics[(i*3+b.Len())%len(topics)], 1000+i)
+		}
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "put", "name": fmt.Sprintf("note%d.md", i), "type": "markdown", "content": b.String()}})
+		if err != nil || r.IsError {
+			return fmt.Errorf("put note %d: %v %s", i, err, text(r))
+		}
+	}
+	queries := []string{"retry", "backoff service3", "\"rate limit\"", "migration", "flaky", "eviction note7", "budget", "zqxvmiss"}
+	for i := 0; i < 20; i++ { // warm up (the first search also waits for the index)
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "search", "query": queries[i%len(queries)]}}); err != nil {
+			return err
+		}
+	}
+	times := make([]time.Duration, n)
+	for i := range times {
+		q := fmt.Sprintf("%s note%d", queries[i%len(queries)], i%searchNotes) // distinct: no cache hit
+		s := time.Now()
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "search", "query": q}})
+		times[i] = time.Since(s)
+		if err != nil || r.IsError {
+			return fmt.Errorf("search %d: %v %s", i, err, text(r))
+		}
+	}
+	fmt.Printf("memory op=search over MCP stdio at %d notes, %d searches: p50 %s  p99 %s\n", searchNotes, n, us(pct(times, 50)), us(pct(times, 99)))
 	return nil
 }
 

@@ -88,9 +88,14 @@ func main() {
 	flag.StringVar(&cfg.mutexprofile, "mutexprofile", "", "with -inprocess: mutex contention profile to this file")
 	only := flag.String("only", "", "run only these phases (comma-separated: patches, lost, puts, small, search, bigdocs)")
 	report := flag.Bool("report", false, "print medians per label of the -json files given as arguments, and exit")
+	table := flag.Bool("table", false, "print the issue-26 target table from the -json files given as arguments (bench/memory/run.sh), and exit")
 	flag.Parse()
 	if *report {
 		check(printReport(flag.Args()))
+		return
+	}
+	if *table {
+		check(printTable(flag.Args()))
 		return
 	}
 	for _, c := range strings.Split(conns, ",") {
