@@ -22,6 +22,7 @@ import (
 	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/run"
 	"github.com/relaydev/relay/internal/workspace"
+	"github.com/relaydev/relay/internal/trust"
 )
 
 // ApplyOptions are the inputs of `relay apply`.
@@ -163,7 +164,7 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 		return answerError(err, opts.File)
 	}
 	printIgnored(opts.IO.ErrOut, resp)
-	eng, err := newEngine(opts.IO, cfg, opts.Home)
+	eng, _, err := newEngine(ctx, opts.IO, cfg, opts.Home, false)
 	if err != nil {
 		return err
 	}
@@ -257,26 +258,44 @@ func txnOptions(cfg *config.Config) txn.Options {
 // newEngine builds a transaction engine for the project: progress on
 // stderr, approval asked on the terminal when there is one (even with -y:
 // a config change still needs a person), records sealed with the key in
-// $RELAY_HOME.
-func newEngine(ios *iostreams.IOStreams, cfg *config.Config, home func() (string, error)) (*txn.Engine, error) {
+// $RELAY_HOME. The config's commands (pre/post-command, linter) are the
+// engine's only when the person trusts this config (trust.Gate): a person
+// at a terminal is asked; an agent (agent true: a tool call through relay
+// mcp) never is, and never gives trust. note says what was left out and why.
+func newEngine(ctx context.Context, ios *iostreams.IOStreams, cfg *config.Config, home func() (string, error), agent bool) (eng *txn.Engine, note string, err error) {
 	if home == nil {
 		home = relayhome.Dir
 	}
 	dir, err := home()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	key, err := txn.LoadRecordKey(dir)
 	if err != nil {
-		return nil, WithHint(fmt.Errorf("load the record key: %w", err), "relay doctor")
+		return nil, "", WithHint(fmt.Errorf("load the record key: %w", err), "relay doctor")
 	}
-	eng := &txn.Engine{
+	var ask trust.Asker
+	if !agent && ios.IsStdinTTY() {
+		ask = func(q string) (bool, error) { return askYesNo(ctx, ios, q) }
+	}
+	d, err := trust.Open(dir).Gate(cfg, ask)
+	if err != nil {
+		return nil, "", err
+	}
+	if n := d.Note(cfg.File); n != "" {
+		note = n
+		if !agent {
+			fmt.Fprintf(ios.ErrOut, "Warning: %s.\nTry: %s\n", n, trust.Hint)
+		}
+	}
+	run := trust.Strip(cfg, d)
+	eng = &txn.Engine{
 		Dir:       cfg.Dir,
-		Opts:      txnOptions(cfg),
+		Opts:      txnOptions(run),
 		Logf:      func(format string, args ...any) { fmt.Fprintf(ios.ErrOut, format+"\n", args...) },
 		RecordKey: key,
 	}
-	if ios.IsStdinTTY() {
+	if ios.IsStdinTTY() && !agent {
 		notifications := cfg.Core.EnableNotifications
 		eng.Ask = func(ctx context.Context, reason string) (bool, error) {
 			if notifications {
@@ -285,7 +304,7 @@ func newEngine(ios *iostreams.IOStreams, cfg *config.Config, home func() (string
 			return askYesNo(ctx, ios, "Changes applied. Do you want to approve and commit them? (y/N) ")
 		}
 	}
-	return eng, nil
+	return eng, note, nil
 }
 
 var (
@@ -378,6 +397,30 @@ func recoverProject(ios *iostreams.IOStreams, home func() (string, error), dir s
 		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err), "fix the cause, then run the command again; relay doctor lists the pending records")
 	}
 	return nil
+}
+
+// recordKey is this machine's record key, or nil when there is none (then no record in a
+// project can be this machine's).
+func recordKey(home func() (string, error)) []byte {
+	if home == nil {
+		home = relayhome.Dir
+	}
+	h, err := home()
+	if err != nil {
+		return nil
+	}
+	key, _ := txn.ReadRecordKey(h)
+	return key
+}
+
+// warnIgnored names each committed record relay left out, and why.
+func warnIgnored(w io.Writer, ignored []txn.Ignored) {
+	for _, ig := range ignored {
+		fmt.Fprintf(w, "Warning: ignored %s: %s.\n", ig.Record, ig.Why)
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintln(w, "Try: relay acts only on records it wrote on this machine; move the others out of .relaycode/ if you do not need them")
+	}
 }
 
 // shellQuote quotes a path for a command line the user may copy.

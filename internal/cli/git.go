@@ -21,6 +21,8 @@ type GitCommitOptions struct {
 	All    bool
 	// Mem records the commit in the memory thread (nil: do not record).
 	Mem *txnMemory
+	// Home returns $RELAY_HOME, where the record key lives.
+	Home func() (string, error)
 }
 
 func newCmdGit(f *Factory) *cobra.Command {
@@ -28,7 +30,7 @@ func newCmdGit(f *Factory) *cobra.Command {
 		Use:   "git",
 		Short: "Git helpers for transactions",
 	}
-	opts := &GitCommitOptions{IO: f.IO, Config: f.ProjectConfig}
+	opts := &GitCommitOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
 	var thread string
 	commit := &cobra.Command{
 		Use:     "commit",
@@ -55,10 +57,11 @@ func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
 	if err != nil {
 		return err
 	}
-	all, err := txn.List(cfg.Dir)
+	all, ignored, err := txn.List(cfg.Dir, recordKey(opts.Home))
 	if err != nil {
 		return err
 	}
+	warnIgnored(opts.IO.ErrOut, ignored)
 	if len(all) == 0 {
 		return WithHint(errors.New("no committed transaction to commit"), "relay apply FILE, or relay watch")
 	}

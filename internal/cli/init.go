@@ -112,6 +112,9 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 		if err := atomicfile.WriteFile(filepath.Join(dir, config.FileNames[0]), data, 0o644); err != nil {
 			return err
 		}
+		// the person had relay write it: its commands are theirs (a config that was already
+		// there, e.g. from a clone, stays untrusted until relay trust)
+		trustWritten(opts.IO, opts.Home, filepath.Join(dir, config.FileNames[0]))
 	}
 	gitignoreUpdated, err := ensureGitignore(dir, config.StateDir+"/")
 	if err != nil {

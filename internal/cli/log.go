@@ -19,10 +19,12 @@ type LogOptions struct {
 	Config func() (*config.Config, error)
 	JSON   bool
 	Limit  int
+	// Home returns $RELAY_HOME, where the record key lives.
+	Home func() (string, error)
 }
 
 func newCmdLog(f *Factory) *cobra.Command {
-	opts := &LogOptions{IO: f.IO, Config: f.ProjectConfig}
+	opts := &LogOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
 	cmd := &cobra.Command{
 		Use:     "log",
 		Aliases: []string{"l"},
@@ -57,10 +59,11 @@ func logRun(opts *LogOptions) error {
 	if err != nil {
 		return err
 	}
-	all, err := txn.List(cfg.Dir)
+	all, ignored, err := txn.List(cfg.Dir, recordKey(opts.Home))
 	if err != nil {
 		return WithHint(err, "fix or move the broken file in .relaycode/")
 	}
+	warnIgnored(opts.IO.ErrOut, ignored)
 	reverted := txn.RevertedByMap(all)
 	entries := make([]logEntry, 0, len(all))
 	for _, s := range all {

@@ -480,7 +480,7 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		return nil, err
 	}
 	var log []string
-	eng, err := newEngine(f.IO, cfg, f.Home)
+	eng, note, err := newEngine(ctx, f.IO, cfg, f.Home, true) // an agent: never asked, never trusts a config
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +492,7 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 	}
 	switch a.Op {
 	case "log":
-		return mcpLog(cfg.Dir, a.Limit)
+		return mcpLog(cfg.Dir, eng.RecordKey, a.Limit)
 	case "revert":
 		return mcpRevert(ctx, eng, cfg.Dir, a)
 	}
@@ -530,6 +530,9 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 	}
 	if res.Baseline >= 0 { // -1: no linter configured
 		out["linter_errors_before"], out["linter_errors_after"] = res.Baseline, res.Final
+	}
+	if note != "" {
+		out["note"] = note + "; only the user can trust it: ask them to read it and run relay trust"
 	}
 	return out, nil
 }
@@ -578,8 +581,8 @@ func editRequest(cfg *config.Config, a mcp.ApplyArgs) *patch.Response {
 	}
 }
 
-func mcpLog(dir string, limit int) (any, error) {
-	all, err := txn.List(dir)
+func mcpLog(dir string, key []byte, limit int) (any, error) {
+	all, ignored, err := txn.List(dir, key)
 	if err != nil {
 		return nil, WithHint(err, "fix or move the broken file in .relaycode/")
 	}
@@ -595,7 +598,15 @@ func mcpLog(dir string, limit int) (any, error) {
 		entries = append(entries, logEntry{Index: i + 1, UUID: s.UUID, CreatedAt: s.CreatedAt, PromptSummary: s.PromptSummary, GitCommitMsg: s.GitCommitMsg,
 			Files: nonNilFiles(s.Files), RevertOf: s.RevertOf, RevertedBy: reverted[s.UUID]})
 	}
-	return map[string]any{"transactions": entries, "total": len(all)}, nil
+	out := map[string]any{"transactions": entries, "total": len(all)}
+	if len(ignored) > 0 {
+		var why []string
+		for _, ig := range ignored {
+			why = append(why, ig.Record+": "+ig.Why)
+		}
+		out["ignored_records"] = why
+	}
+	return out, nil
 }
 
 func mcpRevert(ctx context.Context, eng *txn.Engine, dir string, a mcp.ApplyArgs) (any, error) {
@@ -603,7 +614,7 @@ func mcpRevert(ctx context.Context, eng *txn.Engine, dir string, a mcp.ApplyArgs
 	if ref == "" {
 		ref = "1"
 	}
-	st, err := txn.Find(dir, ref)
+	st, err := txn.Find(dir, ref, eng.RecordKey)
 	if err != nil {
 		var nf *txn.NotFoundError
 		if errors.As(err, &nf) {
@@ -611,7 +622,7 @@ func mcpRevert(ctx context.Context, eng *txn.Engine, dir string, a mcp.ApplyArgs
 		}
 		return nil, err
 	}
-	if by, err := txn.RevertedBy(dir, st); err == nil && by != "" && !a.Force {
+	if by, err := txn.RevertedBy(dir, st, eng.RecordKey); err == nil && by != "" && !a.Force {
 		return nil, WithHint(fmt.Errorf("transaction %s was already reverted by %s", st.UUID, by), `revert the revert to bring it back: apply {"op":"revert","ref":"`+by+`"}`)
 	}
 	changed, err := txn.Changed(dir, st)

@@ -73,7 +73,8 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 		ref = "1"
 		fmt.Fprintln(opts.IO.ErrOut, "Looking for the latest transaction...")
 	}
-	st, err := txn.Find(cfg.Dir, ref)
+	key := recordKey(opts.Home)
+	st, err := txn.Find(cfg.Dir, ref, key)
 	if err != nil {
 		var nf *txn.NotFoundError
 		if errors.As(err, &nf) {
@@ -81,7 +82,7 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 		}
 		return err
 	}
-	if by, err := txn.RevertedBy(cfg.Dir, st); err == nil && by != "" && !opts.Force {
+	if by, err := txn.RevertedBy(cfg.Dir, st, key); err == nil && by != "" && !opts.Force {
 		return WithHint(fmt.Errorf("transaction %s was already reverted by %s", st.UUID, by),
 			"relay revert "+by+"   (to bring the change back)")
 	}
@@ -116,7 +117,7 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 	req.Yes = true // the user confirmed the revert itself
 	fmt.Fprintf(opts.IO.ErrOut, "Creating new transaction %s to perform the revert.\n", req.Response.Control.UUID)
 	req.AllowConfigChange = opts.AllowConfigChange
-	eng, err := newEngine(opts.IO, cfg, opts.Home)
+	eng, _, err := newEngine(ctx, opts.IO, cfg, opts.Home, false)
 	if err != nil {
 		return err
 	}

@@ -114,6 +114,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(newCmdWatch(f))
 	root.AddCommand(newCmdLog(f))
 	root.AddCommand(newCmdRevert(f))
+	root.AddCommand(newCmdTrust(f))
 	root.AddCommand(newCmdGit(f))
 	root.AddCommand(newCmdPatch(f))
 	root.AddCommand(newCmdMCP(f), newCmdInstall(f, false), newCmdInstall(f, true))
@@ -166,7 +167,7 @@ var commandGroups = []struct {
 	id, title string
 	commands  []string
 }{
-	{"apply", "Apply LLM answers (relaycode):", []string{"init", "prompt", "watch", "apply", "patch", "log", "revert", "git"}},
+	{"apply", "Apply LLM answers (relaycode):", []string{"init", "trust", "prompt", "watch", "apply", "patch", "log", "revert", "git"}},
 	{"ask", "Ask another agent (phone a friend):", []string{"ask", "backends"}},
 	{"memory", "Agent memory (the relay daemon):", []string{"up", "down", "status", "thread", "runs", "show", "tail", "open", "state", "artifact", "cap", "stats", "report", "export", "import"}},
 	{"agents", "Agent hosts (MCP):", []string{"mcp", "install", "uninstall"}},

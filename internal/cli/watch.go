@@ -17,6 +17,7 @@ import (
 	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/trust"
 )
 
 // WatchOptions are the inputs of `relay watch`.
@@ -87,8 +88,12 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 		return err
 	}
 	ios := opts.IO
+	// The person at the terminal is asked once, up front, to trust a config that names commands.
+	if _, _, err := newEngine(ctx, ios, cfg, opts.Home, false); err != nil {
+		return err
+	}
 	// Fail before printing the long prompt when no clipboard can be read.
-	if _, err := clipboard.Detect(opts.Env(), cfg.Clipboard.ReadCommand); err != nil {
+	if _, err := clipboard.Detect(opts.Env(), trustedReadCommand(opts.Home, cfg)); err != nil {
 		return WithHint(err, "relay apply FILE   (apply a saved response without the clipboard); relay doctor")
 	}
 	if !opts.NoPrompt {
@@ -109,7 +114,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 	}
 	for {
 		cfg := st.get()
-		tool, err := clipboard.Detect(opts.Env(), cfg.Clipboard.ReadCommand)
+		tool, err := clipboard.Detect(opts.Env(), trustedReadCommand(opts.Home, cfg))
 		if err != nil {
 			return WithHint(err, "relay apply FILE   (apply a saved response without the clipboard); relay doctor")
 		}
@@ -176,7 +181,7 @@ func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, te
 	}
 	fmt.Fprintf(ios.ErrOut, "New response detected for project '%s'.\n", cfg.ProjectID)
 	printIgnored(ios.ErrOut, resp)
-	eng, err := newEngine(ios, cfg, opts.Home)
+	eng, _, err := newEngine(ctx, ios, cfg, opts.Home, false)
 	if err != nil {
 		printError(ios.ErrOut, err)
 		return
@@ -262,6 +267,23 @@ func watchConfigFile(ctx context.Context, ios *iostreams.IOStreams, st *watchSta
 		}
 	}()
 	return func() { w.Close(); <-done }, nil
+}
+
+// trustedReadCommand is cfg's clipboard.readCommand when the person trusts the config, else
+// "" (the clipboard is then read the usual way; newEngine has said why).
+func trustedReadCommand(home func() (string, error), cfg *config.Config) string {
+	if cfg.Clipboard.ReadCommand == "" {
+		return ""
+	}
+	h, err := home()
+	if err != nil {
+		return ""
+	}
+	d, err := trust.Open(h).Gate(cfg, nil)
+	if err != nil || !d.Trusted {
+		return ""
+	}
+	return cfg.Clipboard.ReadCommand
 }
 
 // clipboardDoctorChecks reports which clipboard reader relay watch would use.

@@ -76,6 +76,8 @@ const (
 	AskDir     = "ask"
 	// RecordKeyFile seals .relaycode/ records (internal/apply/txn).
 	RecordKeyFile = "record.key"
+	// TrustDir holds the project configs the person trusts (internal/trust).
+	TrustDir = "trust"
 )
 
 // Dir returns $RELAY_HOME, or ~/.relay when it is unset.

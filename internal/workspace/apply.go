@@ -52,6 +52,9 @@ type Outcome struct {
 	Plan *txn.Plan
 	// Reverted is the transaction a revert undid (or would undo, on a dry run).
 	Reverted *txn.State
+	// CommandsSkipped says which of the config's commands did not run because the person
+	// has not trusted the config, and why ("" when none were skipped).
+	CommandsSkipped string
 }
 
 // Apply applies an answer as one transaction and records it in the thread.
@@ -147,11 +150,12 @@ func (w *Workspace) Revert(ctx context.Context, req RevertRequest) (*Outcome, er
 	if ref == "" {
 		ref = "1"
 	}
-	st, err := txn.Find(cfg.Dir, ref)
+	key := w.readKey()
+	st, err := txn.Find(cfg.Dir, ref, key)
 	if err != nil {
 		return nil, err
 	}
-	if by, err := txn.RevertedBy(cfg.Dir, st); err == nil && by != "" && !req.Force {
+	if by, err := txn.RevertedBy(cfg.Dir, st, key); err == nil && by != "" && !req.Force {
 		return nil, &AlreadyRevertedError{UUID: st.UUID, By: by}
 	}
 	changed, err := txn.Changed(cfg.Dir, st)
@@ -186,7 +190,7 @@ func (w *Workspace) Revert(ctx context.Context, req RevertRequest) (*Outcome, er
 // run plans or runs one transaction: a dry run after recovery, a real one under the
 // project lock (recovering first), recorded in the thread either way it ends.
 func (w *Workspace) run(ctx context.Context, cfg *config.Config, op *OpError, req txn.Request, dryRun bool, event string) (*Outcome, error) {
-	eng, err := w.engine(cfg)
+	eng, skipped, err := w.engine(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +204,7 @@ func (w *Workspace) run(ctx context.Context, cfg *config.Config, op *OpError, re
 			op.Err = err
 			return nil, op
 		}
-		return &Outcome{Plan: plan}, nil
+		return &Outcome{Plan: plan, CommandsSkipped: skipped}, nil
 	}
 	unlock, err := w.locked(eng)
 	if err != nil {
@@ -215,7 +219,7 @@ func (w *Workspace) run(ctx context.Context, cfg *config.Config, op *OpError, re
 		return nil, op
 	}
 	w.recordTxn(ctx, event, res)
-	return &Outcome{Result: res}, nil
+	return &Outcome{Result: res, CommandsSkipped: skipped}, nil
 }
 
 // LogEntry is one committed transaction as relay log and the apply tool list it.
@@ -237,9 +241,15 @@ func (w *Workspace) Log(limit int) (entries []LogEntry, total int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	all, err := txn.List(cfg.Dir)
+	all, ignored, err := txn.List(cfg.Dir, w.readKey())
 	if err != nil {
 		return nil, 0, WithHint(err, "fix or move the broken file in .relaycode/")
+	}
+	for _, ig := range ignored {
+		w.notef("Warning: ignored %s: %s.", ig.Record, ig.Why)
+	}
+	if len(ignored) > 0 {
+		w.notef("Try: relay acts only on records it wrote on this machine; move the others out of .relaycode/ if you do not need them")
 	}
 	reverted := txn.RevertedByMap(all)
 	entries = make([]LogEntry, 0, len(all))

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,20 +30,26 @@ func txnOptions(cfg *config.Config) txn.Options {
 
 // engine builds the project's transaction engine: the config's options, progress to
 // Progress, approval as the policy allows, records sealed with the key in $RELAY_HOME.
-func (w *Workspace) engine(cfg *config.Config) (*txn.Engine, error) {
+// The config's commands are the engine's only when the person trusts the config
+// (commandsGate); skipped says which were left out and why ("" when none).
+func (w *Workspace) engine(ctx context.Context, cfg *config.Config) (eng *txn.Engine, skipped string, err error) {
 	home, err := w.home()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	key, err := txn.LoadRecordKey(home)
 	if err != nil {
-		return nil, WithHint(fmt.Errorf("load the record key: %w", err), "relay doctor")
+		return nil, "", WithHint(fmt.Errorf("load the record key: %w", err), "relay doctor")
 	}
-	eng := &txn.Engine{Dir: cfg.Dir, Opts: txnOptions(cfg), RecordKey: key, Ask: w.approver()}
+	run, skipped, err := w.commandsGate(ctx, home, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	eng = &txn.Engine{Dir: cfg.Dir, Opts: txnOptions(run), RecordKey: key, Ask: w.approver()}
 	if w.Progress != nil {
 		eng.Logf = func(format string, args ...any) { w.Progress(fmt.Sprintf(format, args...)) }
 	}
-	return eng, nil
+	return eng, skipped, nil
 }
 
 // Recover rolls back the transactions a crashed relay left pending in the project and

@@ -53,6 +53,9 @@ type Workspace struct {
 	// Approve asks a person to approve a transaction that needs it (the reason says
 	// why); nil means nobody can be asked, so such a transaction is rolled back.
 	Approve func(ctx context.Context, reason string) (bool, error)
+	// TrustAsk asks the person at a terminal whether to trust the project's config (it
+	// names the commands relay runs); nil means nobody can be asked. An agent is never asked.
+	TrustAsk func(ctx context.Context, question string) (bool, error)
 	// Progress receives the transaction engine's progress lines; nil drops them.
 	Progress func(line string)
 	// Notes receives what the user should read besides the result: recovered

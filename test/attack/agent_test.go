@@ -3,7 +3,9 @@ package attack
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +93,31 @@ func (m *mcpSession) toolError(tool string, args map[string]any) string {
 		m.t.Fatalf("%s %v must be refused, got %q (err %v)", tool, args, out, err)
 	}
 	return te.text
+}
+
+// TestAgentNeverTrustsAConfig (issue 22 row 1, the agent's door): one MCP
+// apply edit in a clone whose config names preCommand, postCommand and
+// linter runs none of them; the result says why and that only the user can
+// trust the config. No tool gives trust.
+func TestAgentNeverTrustsAConfig(t *testing.T) {
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false},"patch":{"preCommand":"touch pre-pwned","postCommand":"touch post-pwned","linter":"touch lint-pwned"}}`, 0o644)
+	s.WriteFile("README.md", "readme\n", 0o644)
+	s.Git("add", "-A")
+	s.Git("commit", "-qm", "clone")
+	m := startMCP(t, s, time.Minute)
+	out, err := m.call("apply", map[string]any{"op": "edit", "path": "README.md", "old_string": "readme", "new_string": "edited"})
+	if err != nil {
+		t.Fatalf("the edit itself is allowed: %v", err)
+	}
+	if !strings.Contains(out, "not trusted") || !strings.Contains(out, "relay trust") {
+		t.Errorf("the result must say the config's commands did not run and that only the user can trust it:\n%s", out)
+	}
+	if _, err := m.call("apply", map[string]any{"op": "revert"}); err != nil {
+		t.Errorf("revert: %v", err)
+	}
+	noPwned(t, s)
+	if entries, _ := os.ReadDir(filepath.Join(s.Relay, "trust")); len(entries) > 0 {
+		t.Errorf("a tool call recorded trust: %v", entries)
+	}
 }

@@ -137,6 +137,9 @@ func TestAnswerConfigChanges(t *testing.T) {
 func TestAnswerConfigChangeExplicit(t *testing.T) {
 	s := newSandbox(t)
 	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false},"patch":{"postCommand":"echo old >> post-ran"}}`, 0o644)
+	if r := s.Run("", "trust"); r.Code != 0 { // the person trusts this config: its command is theirs
+		t.Fatalf("relay trust:\n%s", r)
+	}
 	s.Git("add", "-A")
 	s.Git("commit", "-qm", "base")
 	evil := `{"projectId":"attack","core":{"enableNotifications":false},"patch":{"postCommand":"touch post-pwned","linter":"touch lint-pwned"}}`

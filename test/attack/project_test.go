@@ -148,3 +148,64 @@ func TestGitConfigCommandsDoNotRun(t *testing.T) {
 	s.Run(Answer(uuidN(1320), FileBlock("notes.txt", "x")), "apply", "-", "-y")
 	noPwned(t, s)
 }
+
+// TestConfigCommandsNeedTrust (issue 22 row 1, the person's door): a cloned
+// relaycode.config.json names preCommand, postCommand and linter; they run
+// only after the person trusted that exact file (relay trust); a changed
+// file asks again; relay trust --revoke takes it back. Without trust, apply
+// goes on without them and says why.
+func TestConfigCommandsNeedTrust(t *testing.T) {
+	s := newSandbox(t)
+	cfg := func(tag string) string {
+		return `{"projectId":"attack","core":{"enableNotifications":false},"patch":{"preCommand":"touch pre-` + tag + `","postCommand":"touch post-` + tag + `","linter":"touch lint-` + tag + `"}}`
+	}
+	s.WriteFile("relaycode.config.json", cfg("pwned"), 0o644)
+	s.WriteFile("README.md", "readme\n", 0o644)
+	s.Git("add", "-A")
+	s.Git("commit", "-qm", "clone")
+
+	r := s.Run(Answer(uuidN(1330), FileBlock("README.md", "one")), "apply", "-", "-y")
+	if r.Code != 0 {
+		t.Fatalf("apply without trust must still apply:\n%s", r)
+	}
+	if !strings.Contains(r.Stderr, "relaycode.config.json is not trusted on this machine, so relay did not run its patch.preCommand, patch.linter, patch.postCommand") || !strings.Contains(r.Stderr, "relay trust") {
+		t.Errorf("apply must say why the commands did not run and how to trust:\n%s", r)
+	}
+	noPwned(t, s)
+
+	s.WriteFile("relaycode.config.json", cfg("ran"), 0o644)
+	if r := s.Run("", "trust"); r.Code != 0 || !strings.Contains(r.Stderr, "patch.preCommand: touch pre-ran") {
+		t.Fatalf("relay trust must show the commands it trusts:\n%s", r)
+	}
+	if r := s.Run(Answer(uuidN(1331), FileBlock("README.md", "two")), "apply", "-", "-y"); r.Code != 0 {
+		t.Fatalf("apply:\n%s", r)
+	}
+	for _, f := range []string{"pre-ran", "post-ran", "lint-ran"} {
+		if _, err := os.Stat(filepath.Join(s.Project, f)); err != nil {
+			t.Errorf("a trusted config's command did not run: %s", f)
+		}
+	}
+	if r := s.Run("", "trust", "--list"); !strings.Contains(r.Stdout, filepath.Join(s.Project, "relaycode.config.json")) || !strings.Contains(r.Stdout, "current") {
+		t.Errorf("relay trust --list must show the trusted config:\n%s", r)
+	}
+
+	s.WriteFile("relaycode.config.json", cfg("pwned"), 0o644) // a pull changed the file
+	if r := s.Run(Answer(uuidN(1332), FileBlock("README.md", "three")), "apply", "-", "-y"); r.Code != 0 || !strings.Contains(r.Stderr, "not trusted") {
+		t.Errorf("a changed config must need the person again:\n%s", r)
+	}
+	noPwned(t, s)
+
+	s.WriteFile("relaycode.config.json", cfg("ran"), 0o644) // back to the trusted content
+	if r := s.Run("", "trust", "--revoke"); r.Code != 0 {
+		t.Fatalf("relay trust --revoke:\n%s", r)
+	}
+	for _, f := range []string{"pre-ran", "post-ran", "lint-ran"} {
+		os.Remove(filepath.Join(s.Project, f))
+	}
+	if r := s.Run(Answer(uuidN(1333), FileBlock("README.md", "four")), "apply", "-", "-y"); r.Code != 0 || !strings.Contains(r.Stderr, "not trusted") {
+		t.Errorf("after --revoke the config is untrusted again:\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(s.Project, "pre-ran")); err == nil {
+		t.Error("a revoked config's command ran")
+	}
+}

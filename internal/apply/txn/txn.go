@@ -247,7 +247,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 			e.logf("Recovered interrupted transaction %s: restored %d file(s).", r.UUID, len(r.Restored))
 		}
 	}
-	if Committed(e.Dir, c.UUID) {
+	if Committed(e.Dir, c.UUID, e.RecordKey) {
 		return nil, &SkipError{Kind: SkipDuplicate, Reason: fmt.Sprintf("uuid '%s' has already been processed", c.UUID)}
 	}
 
@@ -577,7 +577,7 @@ func (e *Engine) commit(proj *project, st *State, pl *plan) (map[string]*string,
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileSync(committedPath(e.Dir, st.UUID), data); err != nil {
+	if err := writeFileSync(committedPath(e.Dir, st.UUID), seal(e.RecordKey, data)); err != nil {
 		return nil, fmt.Errorf("write committed record: %w", err)
 	}
 	// A crash here leaves both files; recovery keeps the committed one.

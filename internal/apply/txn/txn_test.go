@@ -140,7 +140,7 @@ func TestRunCommitsAndLogs(t *testing.T) {
 	if len(pendingFiles(t, dir)) != 0 {
 		t.Errorf("pending file left behind")
 	}
-	list, err := List(dir)
+	list, _, err := List(dir, testKey)
 	if err != nil || len(list) != 1 || list[0].UUID != testUUID || !list[0].Approved {
 		t.Fatalf("List = %v, %v", list, err)
 	}
@@ -215,7 +215,7 @@ func TestFailuresLeaveTreeIdentical(t *testing.T) {
 			if p := pendingFiles(t, dir); len(p) != 0 {
 				t.Errorf("pending files left: %v", p)
 			}
-			if Committed(dir, testUUID) {
+			if Committed(dir, testUUID, testKey) {
 				t.Errorf("failed transaction was committed")
 			}
 		})
@@ -413,7 +413,7 @@ func TestRevertAndRevertOfRevert(t *testing.T) {
 		t.Fatal(err)
 	}
 	h1 := treeHash(t, dir)
-	st, err := Find(dir, "1")
+	st, err := Find(dir, "1", testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestRevertAndRevertOfRevert(t *testing.T) {
 		t.Errorf("revert did not restore the original tree (content and modes)")
 	}
 	// The original is now reverted: index 1 finds nothing left to revert.
-	if _, err := Find(dir, "1"); err == nil {
+	if _, err := Find(dir, "1", testKey); err == nil {
 		t.Errorf("Find(1) after revert should find nothing")
 	}
 	rr, err := RevertRequest(res.State)
@@ -448,7 +448,7 @@ func TestRevertAndRevertOfRevert(t *testing.T) {
 	if treeHash(t, dir) != h1 {
 		t.Errorf("revert of revert did not bring the change back")
 	}
-	if st, err := Find(dir, "1"); err != nil || st.UUID != testUUID {
+	if st, err := Find(dir, "1", testKey); err != nil || st.UUID != testUUID {
 		t.Errorf("after revert-of-revert, index 1 = %v, %v; want the original again", st, err)
 	}
 	// Edits after the transaction are detected.
@@ -695,7 +695,7 @@ func TestFindIgnoresUUIDCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ref := range []string{strings.ToUpper(id), strings.ToUpper(id[:13])} {
-		if st, err := Find(dir, ref); err != nil || st.UUID != id {
+		if st, err := Find(dir, ref, testKey); err != nil || st.UUID != id {
 			t.Errorf("Find(%q) = %v, %v; want %s", ref, st, err, id)
 		}
 	}
@@ -707,11 +707,11 @@ func TestFindEightDigitUUIDPrefix(t *testing.T) {
 	if _, err := engine(dir).Run(context.Background(), Request{Response: response(write("a.txt", "two\n"))}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := Find(dir, testUUID[:8]); err != nil || st.UUID != testUUID {
+	if st, err := Find(dir, testUUID[:8], testKey); err != nil || st.UUID != testUUID {
 		t.Errorf("Find(%q) = %v, %v; want %s", testUUID[:8], st, err, testUUID)
 	}
 	var nf *NotFoundError
-	if _, err := Find(dir, "2"); !errors.As(err, &nf) || !nf.Index {
+	if _, err := Find(dir, "2", testKey); !errors.As(err, &nf) || !nf.Index {
 		t.Errorf("Find(2) = %v, want an index NotFoundError", err)
 	}
 }
