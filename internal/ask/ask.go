@@ -532,6 +532,10 @@ func resolveContext(workDir, file, text string) (string, error) {
 // limit plus room for whitespace that trimming removes.
 const maxContextFileBytes = 4 * MaxContextBytes
 
+// MaxContextFileBytes is the largest context file anyone may read for an ask (a caller
+// that stores it in a thread first holds to the same bound).
+const MaxContextFileBytes = maxContextFileBytes
+
 // readAtMost reads up to limit+1 bytes of path, so a caller sees "over the limit"
 // without reading the rest.
 func readAtMost(path string, limit int) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/relaydev/relay/internal/ask"
+	"github.com/relaydev/relay/internal/safeopen"
 	"github.com/relaydev/relay/internal/memory/client"
 )
 
@@ -95,10 +96,11 @@ func (m *askMemory) storeContext(ctx context.Context, req *ask.Request) error {
 		path = filepath.Join(req.WorkDir, path)
 	}
 	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() <= askContextRefBytes {
-		return nil // small, or a problem ask itself reports in its own words
+	// the stat bound holds here too: a file ask would refuse as too large is never read
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() <= askContextRefBytes || fi.Size() > ask.MaxContextFileBytes {
+		return nil // small, too large, or a problem ask itself reports in its own words
 	}
-	b, err := os.ReadFile(path)
+	b, err := safeopen.ReadFile(path, true, ask.MaxContextFileBytes)
 	if err != nil {
 		return nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/relaydev/relay/internal/mcp"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // `relay mcp` is the only place the three jobs meet for an agent host: the
@@ -442,6 +443,14 @@ func mcpAsk(ctx context.Context, f *Factory, a mcp.AskArgs) ([]mcp.Answer, error
 	req := ask.Request{To: to, Prompt: a.Prompt, ContextFile: a.ContextFile, ContextText: a.Context,
 		IncludeDiff: a.Diff, DiffBase: a.DiffBase, Sandbox: a.Sandbox, Model: a.Model, TimeoutSeconds: timeout,
 		MaxDepth: ask.DefaultMaxDepth, Session: a.Session, Env: os.Environ(), WorkDir: wd}
+	// a tool call gets what the policy gives an agent, never more (workspace.CheckAsk)
+	agent := &workspace.Workspace{Principal: workspace.Agent, WorkDir: wd, Home: f.Home}
+	if cfg, _, err := config.Load(wd); err == nil {
+		agent.Config = cfg
+	}
+	if err := agent.CheckAsk(&req); err != nil {
+		return nil, err
+	}
 	if a.Diff && a.DiffBase != "" {
 		return nil, &mcp.ArgError{Msg: "use diff or diff_base, not both", Hint: "drop one of them"}
 	}

@@ -36,6 +36,15 @@ type User struct {
 	Fetch Fetch  `json:"fetch,omitzero"`
 	A2A   A2A    `json:"a2a,omitzero"`
 	Store Store  `json:"store,omitzero"`
+	Agent Agent  `json:"agent,omitzero"`
+}
+
+// Agent is what the person lets an agent calling relay's tools (relay mcp) do beyond the
+// defaults; only the person edits this file.
+type Agent struct {
+	// MaxSandbox is the most a tool call may give a friend: "workspace-write" when empty;
+	// "danger-full-access" lets a tool call run friends without their sandbox.
+	MaxSandbox string `json:"max_sandbox,omitempty"`
 }
 
 // Store chooses the memory store (RELAY_STORE and RELAY_ARTIFACTS override it): URL is

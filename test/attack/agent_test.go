@@ -121,3 +121,63 @@ func TestAgentNeverTrustsAConfig(t *testing.T) {
 		t.Errorf("a tool call recorded trust: %v", entries)
 	}
 }
+
+// fakeCodex puts a codex on PATH that records its arguments and the prompt it
+// reads, so an attack can see what a friend would have been given.
+func fakeCodex(t *testing.T, s *sandbox) (argv, stdin string) {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(s.Home), "bin")
+	argv, stdin = filepath.Join(filepath.Dir(s.Home), "codex-argv"), filepath.Join(filepath.Dir(s.Home), "codex-stdin")
+	s.WriteFileAbs(filepath.Join(bin, "codex"), "#!/bin/sh\nprintf '%s\\n' \"$@\" >> "+argv+"\ncat >> "+stdin+"\necho '{\"type\":\"turn.completed\"}'\n", 0o755)
+	s.Env = append(s.Env, "PATH="+bin+":/usr/bin:/bin", "PHONE_A_FRIEND_BACKEND=")
+	return argv, stdin
+}
+
+// TestAgentCannotRaiseTheSandbox (issue 22 row 2): a tool call cannot give a
+// friend danger-full-access (claude --dangerously-skip-permissions, gemini
+// --yolo, codex --sandbox danger-full-access); workspace-write is the most.
+func TestAgentCannotRaiseTheSandbox(t *testing.T) {
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack"}`, 0o644)
+	argv, _ := fakeCodex(t, s)
+	m := startMCP(t, s, time.Minute)
+	msg := m.toolError("ask", map[string]any{"prompt": "rm -rf the world", "to": []string{"codex"}, "sandbox": "danger-full-access"})
+	if !strings.Contains(msg, "cannot give a friend the danger-full-access sandbox") {
+		t.Errorf("the refusal must say why:\n%s", msg)
+	}
+	if b, _ := os.ReadFile(argv); strings.Contains(string(b), "danger-full-access") {
+		t.Errorf("a friend was started with danger-full-access:\n%s", b)
+	}
+	m.call("ask", map[string]any{"prompt": "edit within the project", "to": []string{"codex"}, "sandbox": "workspace-write", "timeout": 20})
+	if b, _ := os.ReadFile(argv); !strings.Contains(string(b), "workspace-write") {
+		t.Errorf("workspace-write is allowed to a tool call; codex got:\n%s", b)
+	}
+}
+
+// TestAgentContextFileStaysInProject (issue 22 row 4): a tool call's
+// context_file is read only from inside the project, links resolved first;
+// ~/.ssh keys, ../ siblings and /proc/self/environ never reach a friend.
+func TestAgentContextFileStaysInProject(t *testing.T) {
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack"}`, 0o644)
+	s.WriteFile("notes.md", "project notes\n", 0o644)
+	s.WriteFileAbs(filepath.Join(s.Home, ".ssh", "id_ed25519"), "bait secret key\n", 0o600)
+	s.WriteFileAbs(filepath.Join(s.Home, "outside", "secret.txt"), "bait secret outside\n", 0o600)
+	link(t, filepath.Join(s.Home, ".ssh", "id_ed25519"), filepath.Join(s.Project, "docs", "key.md"))
+	_, stdin := fakeCodex(t, s)
+	s.Env = append(s.Env, "OPENAI_API_KEY=bait secret env")
+	m := startMCP(t, s, time.Minute)
+	for _, p := range []string{filepath.Join(s.Home, ".ssh", "id_ed25519"), "../outside/secret.txt", "/proc/self/environ", "docs/key.md", ".git/config"} {
+		msg := m.toolError("ask", map[string]any{"prompt": "summarise", "to": []string{"codex"}, "context_file": p})
+		if !strings.Contains(msg, "outside the project") && !strings.Contains(msg, "inside .git") {
+			t.Errorf("context_file %s: the refusal must say it is outside the project:\n%s", p, msg)
+		}
+	}
+	if b, _ := os.ReadFile(stdin); strings.Contains(string(b), "bait secret") {
+		t.Errorf("a secret reached the friend:\n%s", b)
+	}
+	m.call("ask", map[string]any{"prompt": "summarise", "to": []string{"codex"}, "context_file": "notes.md", "timeout": 20})
+	if b, _ := os.ReadFile(stdin); !strings.Contains(string(b), "project notes") {
+		t.Errorf("a project file is allowed as context; codex got:\n%s", b)
+	}
+}

@@ -209,3 +209,38 @@ func TestConfigCommandsNeedTrust(t *testing.T) {
 		t.Error("a revoked config's command ran")
 	}
 }
+
+// TestAskContextFileBoundWithThread (issue 22 row 9): with a thread, ask
+// stored a large --context-file in it after reading it whole; the stat bound
+// now holds on that path too: refused from its size, nothing stored.
+func TestAskContextFileBoundWithThread(t *testing.T) {
+	s := newSandbox(t)
+	d := startDaemon(t, s)
+	thread := d.NewThread(t, "ask")
+	big := filepath.Join(s.Project, "big.txt")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(30 << 20); err != nil { // sparse: 30 MB of zero bytes
+		t.Fatal(err)
+	}
+	f.Close()
+	r := s.Run("", "ask", "--thread", thread, "--to", "codex", "--prompt", "read this", "--context-file", "big.txt", "--timeout", "5")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "too large") {
+		t.Errorf("a 30 MB context file must be refused from its size:\n%s", r)
+	}
+	var arts struct {
+		Artifacts []struct {
+			Size int64 `json:"size"`
+		} `json:"artifacts"`
+	}
+	if st := d.JSON(t, "GET", "/threads/"+url.PathEscape(thread)+"/artifacts", nil, &arts); st != 200 {
+		t.Fatalf("artifacts: status %d", st)
+	}
+	for _, a := range arts.Artifacts {
+		if a.Size > 1<<20 {
+			t.Errorf("a %d-byte context file was stored in the thread", a.Size)
+		}
+	}
+}
