@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/relaydev/relay/internal/ask"
-	"github.com/relaydev/relay/internal/safeopen"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/safeopen"
 )
 
 // askContextRefBytes: a --context-file larger than this is stored in the thread and sent as

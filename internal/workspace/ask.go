@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/relaydev/relay/internal/ask"
-	"github.com/relaydev/relay/internal/safeopen"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/relayhome"
+	"github.com/relaydev/relay/internal/safeopen"
 )
 
 // EventAskAnswered is the event an ask with a thread appends for each answer.
