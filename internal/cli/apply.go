@@ -21,8 +21,8 @@ import (
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/run"
-	"github.com/relaydev/relay/internal/workspace"
 	"github.com/relaydev/relay/internal/trust"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // ApplyOptions are the inputs of `relay apply`.
