@@ -1,8 +1,16 @@
 // Package attack runs the real relay binary against hostile inputs: a cloned
-// repository, an LLM answer, a bundle, an API request, a fetched URL. Each
-// file holds one family of attacks as a table of named hostile inputs, and
-// every row asserts what relay promises in docs/security.md: nothing is
+// repository, an LLM answer, a bundle, an API request, a fetched URL, and an
+// agent calling relay's tools. Each file holds one family of attacks, and
+// every test asserts what relay promises in docs/security.md: nothing is
 // written, run or reached outside the box the input came in.
+//
+//	repo_test.go     the person's door: records, links, hooks a clone carries
+//	project_test.go  the project's root, its config's commands (trust), its
+//	                 thread file, the git config an archive carries
+//	install_test.go  relay install against a clone's and a host's files
+//	agent_test.go    the agent's door: relay mcp over stdio, as a host drives it
+//	answer_test.go   an LLM answer; bundle_test.go, api_test.go, fetch_test.go,
+//	                 terminal_test.go: the memory daemon's inputs
 package attack
 
 import (
