@@ -3,7 +3,6 @@ package patch
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/google/uuid"
@@ -376,19 +375,4 @@ func bodyKind(body []string) Format {
 		return FormatDiff
 	}
 	return FormatWhole
-}
-
-// sortOpsByLine keeps ops found in several passes in answer order.
-type lineOp struct {
-	line int
-	ops  []Operation
-}
-
-func flattenByLine(ls []lineOp) []Operation {
-	sort.SliceStable(ls, func(i, j int) bool { return ls[i].line < ls[j].line })
-	var out []Operation
-	for _, l := range ls {
-		out = append(out, l.ops...)
-	}
-	return out
 }

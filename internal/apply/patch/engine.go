@@ -771,8 +771,6 @@ func (en *engine) build(ix *index, e edit, mt match) (placed, *BlockFailure) {
 	return p, nil
 }
 
-var reindentMode = 1
-
 func pairs0(p []int, j int) int {
 	if j < len(p) {
 		return p[j]
