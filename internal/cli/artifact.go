@@ -135,7 +135,11 @@ func newCmdArtifactGet(f *Factory) *cobra.Command {
 		Short: "Show an artifact's metadata and preview, or save its content with --out",
 		Long: `Without --out, print the artifact's metadata and its sanitized preview (never the
 full content). With --out PATH, write the exact bytes to PATH; --out - writes them to stdout
-(with control characters escaped when stdout is a terminal).`,
+(with control characters escaped when stdout is a terminal).
+
+A ref names one artifact in the whole store, so no thread is needed: the ref relay prints
+(6 hex characters) or a full ref works from anywhere. The thread (--thread, $RELAY_THREAD,
+the project's) is searched first, and is needed for the older abbreviations (a hash prefix).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
@@ -149,24 +153,37 @@ full content). With --out PATH, write the exact bytes to PATH; --out - writes th
 }
 
 func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
-	id, err := threadArg(opts.F, opts.ThreadID)
+	// The thread is optional: a ref relay prints names one artifact of the whole store.
+	id, err := memoryThread(opts.F, opts.ThreadID)
+	if err != nil {
+		return WithHint(err, "relay thread use THREAD   (rewrites the project's thread)")
+	}
+	var c *client.Client
+	if id != "" {
+		c, id, err = threadClient(ctx, opts.F, id)
+	} else {
+		c, err = memoryClient(opts.F)
+	}
 	if err != nil {
 		return err
 	}
-	c, id, err := threadClient(ctx, opts.F, id)
+	a, err := c.Artifact(ctx, id, opts.Ref)
 	if err != nil {
-		return err
+		if id == "" && !memory.ValidRef(opts.Ref) && !memory.IsShortRef(opts.Ref) && memory.IsRefPrefix(opts.Ref) {
+			return WithHint(err, "an abbreviation other than the 6-character ref needs its thread: relay artifact get "+opts.Ref+" --thread THREAD")
+		}
+		return apiErr(err, id)
+	}
+	if id != "" && a.ThreadID != id {
+		fmt.Fprintf(opts.F.IO.ErrOut, "note: artifact %s is in thread %s, not %s\n", a.Ref, a.ThreadID, id)
 	}
 	if opts.Out == "" {
-		a, err := c.GetArtifact(ctx, id, opts.Ref)
-		if err != nil {
-			return apiErr(err, id)
-		}
 		if opts.JSON {
 			return writeJSON(opts.F.IO.Out, a)
 		}
 		w := opts.F.IO.Out
 		fmt.Fprintf(w, "ref:         %s\n", a.Ref)
+		fmt.Fprintf(w, "thread:      %s\n", a.ThreadID)
 		fmt.Fprintf(w, "type:        %s (%s)\n", field(a.Type), field(a.Mime))
 		fmt.Fprintf(w, "name:        %s\n", field(orDash(a.Name)))
 		fmt.Fprintf(w, "size:        %d bytes, %d lines\n", a.Size, a.Preview.LineCount)
@@ -178,9 +195,9 @@ func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
 		fmt.Fprintf(w, "preview (truncated: %v):\n%s\n", a.Preview.Truncated, a.Preview.Text)
 		return nil
 	}
-	body, err := c.ArtifactRaw(ctx, id, opts.Ref)
+	body, err := c.ArtifactRaw(ctx, a.ThreadID, a.Ref)
 	if err != nil {
-		return apiErr(err, id)
+		return apiErr(err, a.ThreadID)
 	}
 	defer body.Close()
 	if opts.Out == "-" {

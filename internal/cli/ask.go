@@ -254,7 +254,6 @@ type askJSON struct {
 	Retried bool            `json:"retried,omitempty"`
 	// With a thread: the stored answer's ref, and answer is its preview.
 	Ref       string `json:"ref,omitempty"`
-	Short     string `json:"short,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
@@ -359,7 +358,7 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 		for i, a := range answers {
 			docs[i] = toAskJSON(a)
 			if r := rec(i); r != nil {
-				docs[i].Answer, docs[i].Ref, docs[i].Short, docs[i].Truncated = r.Preview, r.Ref, r.Short, r.Truncated
+				docs[i].Answer, docs[i].Ref, docs[i].Truncated = r.Preview, r.Ref, r.Truncated
 			}
 		}
 		var err error
@@ -390,7 +389,7 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 			printVerdict(out, a.Verdict)
 		case opts.streamed && rec(0) != nil:
 			r := rec(0)
-			fmt.Fprintf(out, "[stored as artifact %s]\n", shortOr(r.Short, r.Ref))
+			fmt.Fprintf(out, "[stored as artifact %s]\n", r.Ref)
 		case opts.streamed:
 		default:
 			fmt.Fprintln(out, text(0))
@@ -518,7 +517,7 @@ func lowerFirst(s string) string {
 // storedAnswer is what the caller sees of an answer stored in a thread: the ref and the
 // preview (the answer itself when it fits the preview).
 func storedAnswer(r *askRecord) string {
-	ref := shortOr(r.Short, r.Ref)
+	ref := r.Ref
 	if !r.Truncated {
 		return r.Preview + "\n[stored as artifact " + ref + "]"
 	}

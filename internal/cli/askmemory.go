@@ -111,16 +111,9 @@ func (m *askMemory) storeContext(ctx context.Context, req *ask.Request) error {
 	if err != nil {
 		return apiErr(err, m.thread)
 	}
-	m.contextRef = shortOr(a.Short, a.Ref)
+	m.contextRef = a.Ref
 	req.ContextFile = ""
 	return nil
-}
-
-func shortOr(short, ref string) string {
-	if short != "" {
-		return short
-	}
-	return ref
 }
 
 // envelopeSection is what the friend reads about the thread: how to dereference refs, the
@@ -145,7 +138,6 @@ func (m *askMemory) envelopeSection(header []byte, hasMCP bool) string {
 // askRecord is where one answer went in the thread.
 type askRecord struct {
 	Ref       string `json:"ref"`
-	Short     string `json:"short,omitempty"`
 	Preview   string `json:"preview"`
 	Truncated bool   `json:"truncated"`
 }
@@ -166,7 +158,7 @@ func (m *askMemory) record(ctx context.Context, opts *AskOptions, answers []ask.
 			fmt.Fprintf(opts.IO.ErrOut, "Warning: the answer of %s was not stored in thread %s: %v\n", a.Backend, m.thread, firstLine(err.Error()))
 			continue
 		}
-		rec := &askRecord{Ref: art.Ref, Short: art.Short, Preview: art.Preview.Text, Truncated: art.Preview.Truncated}
+		rec := &askRecord{Ref: art.Ref, Preview: art.Preview.Text, Truncated: art.Preview.Truncated}
 		out[i] = rec
 		data := map[string]any{"backend": a.Backend, "prompt": clipRunes(strings.TrimSpace(opts.Prompt), 280),
 			"answer_ref": art.Ref, "duration_ms": a.Duration.Milliseconds(), "state_version": m.version}

@@ -264,7 +264,8 @@ func (m *mcpMemory) Put(ctx context.Context, thread string, a mcp.NewArtifact) (
 
 func (m *mcpMemory) Artifact(ctx context.Context, thread, ref string) (mcp.Artifact, error) {
 	var a memory.Artifact
-	err := m.do(ctx, thread, func(c *client.Client) (err error) { a, err = c.GetArtifact(ctx, thread, ref); return err })
+	// A ref names one artifact store-wide: one passed on from another thread resolves too.
+	err := m.do(ctx, thread, func(c *client.Client) (err error) { a, err = c.Artifact(ctx, thread, ref); return err })
 	return mcp.Artifact{Ref: a.Ref, Name: a.Name, Type: a.Type, Mime: a.Mime, Size: a.Size}, err
 }
 
@@ -272,6 +273,14 @@ func (m *mcpMemory) Content(ctx context.Context, thread, ref string, offset, len
 	var b []byte
 	err := m.do(ctx, thread, func(c *client.Client) error {
 		rc, err := c.ArtifactRaw(ctx, thread, ref)
+		if client.IsCode(err, "not_found") {
+			// Another thread's artifact, named by its ref: read it where it is.
+			a, ferr := c.Artifact(ctx, "", ref)
+			if ferr != nil {
+				return err
+			}
+			rc, err = c.ArtifactRaw(ctx, a.ThreadID, a.Ref)
+		}
 		if err != nil {
 			return err
 		}

@@ -103,9 +103,6 @@ func (m *txnMemory) recordTxn(ctx context.Context, typ, dir string, st *txn.Stat
 			return
 		}
 		data["diff_ref"] = a.Ref
-		if a.Short != "" {
-			data["diff_short"] = a.Short
-		}
 	}
 	if _, err := m.c.AppendEvent(ctx, m.thread, typ, data); err != nil {
 		m.warn(m.thread, err)

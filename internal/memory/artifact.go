@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"strconv"
@@ -222,26 +224,41 @@ func NewRef(now time.Time) string {
 
 // ValidRef reports whether s has the shape of an artifact ref.
 func ValidRef(s string) bool {
-	if len(s) != 26 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return len(s) == 26 && isHex(s)
 }
 
-// MinShortRef is the shortest abbreviation of a ref that is accepted or shown.
+// An artifact has one ref that relay shows everywhere (put's output, --json, the header,
+// artifact ls, events, MCP, the SDKs, the UI): the last ShortRefLen hex digits of its full
+// ref. The full ref (26 hex: 12 of milliseconds, 14 random) stays the storage key, sorts by
+// time and keeps resolving anywhere a ref is taken; the short one is its random tail (the
+// leading digits are a timestamp neighbours share), unique store-wide because a put draws
+// again while the tail is taken, so it names the artifact without its thread.
+
+// ShortRefLen is the length of the ref relay shows.
+const ShortRefLen = 6
+
+// MinShortRef is the shortest prefix of a hash or full ref still resolved within a thread:
+// the abbreviations relay showed before refs had one form (older headers and notes hold them).
 const MinShortRef = 6
 
-// IsRefPrefix reports whether s can abbreviate a ref: MinShortRef to 25 lowercase hex digits.
-func IsRefPrefix(s string) bool {
-	if len(s) < MinShortRef || len(s) >= 26 {
-		return false
+// Short returns the ref relay shows for ref: the last ShortRefLen digits of a full ref;
+// anything else (already short, or not a ref) as it is.
+func Short(ref string) string {
+	if ValidRef(ref) {
+		return ref[len(ref)-ShortRefLen:]
 	}
+	return ref
+}
+
+// IsShortRef reports whether s has the shape of the ref relay shows: ShortRefLen lowercase hex.
+func IsShortRef(s string) bool { return len(s) == ShortRefLen && isHex(s) }
+
+// IsRefPrefix reports whether s can abbreviate a hash or ref: MinShortRef to 25 lowercase hex digits.
+func IsRefPrefix(s string) bool {
+	return len(s) >= MinShortRef && len(s) < 26 && isHex(s)
+}
+
+func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
@@ -251,29 +268,59 @@ func IsRefPrefix(s string) bool {
 	return true
 }
 
-// ShortRef abbreviates key (an artifact's hash) to its shortest prefix, at least MinShortRef
-// long, that no other key shares; prev and next are its neighbours in sorted order ("" when
-// none). Like a git abbreviation it is unique when made and may need a digit more later.
-func ShortRef(ref, prev, next string) string {
-	n := max(MinShortRef, commonPrefix(ref, prev)+1, commonPrefix(ref, next)+1)
-	if n >= len(ref) {
-		return ref
+// MaxRefDraws bounds how often a put draws a new ref while its short form is taken; past it
+// the ref is kept (the store is near 16.7M artifacts) and its short form is shared, which
+// Names then shows as the full ref.
+const MaxRefDraws = 16
+
+// SharedShortsFunc reports which of the given short refs name more than one artifact of the
+// store (refs from before there was one form, or brought in by an import): those are shown
+// in full, so every ref relay prints names one artifact.
+type SharedShortsFunc func(ctx context.Context, shorts []string) (map[string]bool, error)
+
+// Names returns the function that turns full refs into the refs relay shows, for a batch of
+// refs read together: the short form, or the full ref where the short one is shared. One
+// call of shared covers the batch; strings that are not full refs are returned as they are.
+func Names(ctx context.Context, shared SharedShortsFunc, refs []string) (func(string) string, error) {
+	var shorts []string
+	for _, r := range refs {
+		if ValidRef(r) {
+			shorts = append(shorts, Short(r))
+		}
 	}
-	return ref[:n]
+	var taken map[string]bool
+	if len(shorts) > 0 && shared != nil {
+		var err error
+		if taken, err = shared(ctx, shorts); err != nil {
+			return nil, fmt.Errorf("name artifact refs: %w", err)
+		}
+	}
+	return func(r string) string {
+		if s := Short(r); !taken[s] {
+			return s
+		}
+		return r
+	}, nil
 }
 
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
+// Named returns a copy of a with its ref and source refs as relay shows them.
+func (a Artifact) Named(name func(string) string) Artifact {
+	a.Ref = name(a.Ref)
+	if len(a.Provenance.SourceRefs) > 0 {
+		refs := make([]string, len(a.Provenance.SourceRefs))
+		for i, r := range a.Provenance.SourceRefs {
+			refs[i] = name(r)
+		}
+		a.Provenance.SourceRefs = refs
 	}
-	return n
+	return a
 }
 
-// RefShortener is implemented by stores that can abbreviate refs: ShortRef returns the form
-// the header shows for ref in thread id (the full ref when it cannot do better).
-type RefShortener interface {
-	ShortRef(ctx context.Context, threadID, ref string) (string, error)
+// AmbiguousRef is the error for a short ref that names several artifacts where one was
+// expected; it lists them by full ref, which always resolves.
+func AmbiguousRef(ref string, full []string, where string) error {
+	return &InvalidError{Code: "ambiguous_ref", Op: -1, Err: errors.New("ambiguous ref"),
+		Msg: fmt.Sprintf("ref %s names several artifacts%s (%s); give the full ref", ref, where, strings.Join(full, ", "))}
 }
 
 // CheckPut validates a put before a backend stores it: size (of the whole body), name,
@@ -306,8 +353,8 @@ func CheckPutLimit(p PutArtifactParams, size int64, head []byte, limit int64) (t
 		refs = []string{}
 	}
 	for _, r := range refs {
-		if !ValidRef(r) {
-			return "", nil, BadRequest("source ref %q is not an artifact ref", r)
+		if !ValidRef(r) && !IsShortRef(r) {
+			return "", nil, BadRequest("source ref %q is not an artifact ref (the 6 hex characters relay shows, or a full ref)", r)
 		}
 	}
 	return typ, refs, nil

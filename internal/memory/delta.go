@@ -94,7 +94,8 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 		return nil, nil
 	}
 	// Refs carry milliseconds only: an artifact stored after the version within the same
-	// millisecond sorts below the bound, so the events after the version name those.
+	// millisecond sorts below the bound, so the events after the version name those (by
+	// either form of their ref: events hold the short one since refs have one form).
 	bound := refBound(vs[0].CreatedAt.Time)
 	later := map[string]bool{}
 	evs, err := st.Events(ctx, id, vs[0].EventID, 64)
@@ -108,8 +109,8 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 		var d struct {
 			Ref string `json:"ref"`
 		}
-		if json.Unmarshal(e.Data, &d) == nil && d.Ref < bound {
-			later[d.Ref] = true
+		if json.Unmarshal(e.Data, &d) == nil {
+			later[Short(d.Ref)] = true
 		}
 	}
 	arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: bound, Limit: 2*statedoc.MaxArtifactRefs + len(later)})
@@ -118,7 +119,7 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 	}
 	var recent []statedoc.ArtifactRef
 	for _, a := range arts { // newest first from the store; the header wants oldest first
-		if later[a.Ref] || a.Provenance.CreatedBy == ReportAuthor {
+		if later[Short(a.Ref)] || a.Provenance.CreatedBy == ReportAuthor {
 			continue
 		}
 		recent = append(recent, statedoc.ArtifactRef{Ref: a.Ref, Type: a.Type, Name: a.Name})
@@ -131,26 +132,27 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 	if err != nil {
 		return nil, nil
 	}
-	var short func(string) string
-	var shortErr error
-	if rs, ok := st.(RefShortener); ok {
-		short = func(ref string) string {
-			r, err := rs.ShortRef(ctx, id, ref)
-			if err != nil {
-				shortErr = err
-				return ref
-			}
-			return r
-		}
+	name, err := HeaderNames(ctx, st, sd, recent)
+	if err != nil {
+		return nil, err
 	}
-	h, _, err := sd.HeaderFor(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent, short)
+	h, _, err := sd.HeaderFor(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent, name)
 	if err != nil {
 		return nil, nil
 	}
-	if shortErr != nil {
-		return nil, shortErr
-	}
 	return h, nil
+}
+
+// HeaderNames returns how a header built from sd and recent names its refs (Names over
+// every ref the header can list), for stores building headers.
+func HeaderNames(ctx context.Context, st interface {
+	SharedShorts(context.Context, []string) (map[string]bool, error)
+}, sd *statedoc.State, recent []statedoc.ArtifactRef) (func(string) string, error) {
+	refs := sd.ArtifactRefs()
+	for _, a := range recent {
+		refs = append(refs, a.Ref)
+	}
+	return Names(ctx, st.SharedShorts, refs)
 }
 
 // refBound is the lowest ref of the millisecond after t: refs below it were made at or before t.

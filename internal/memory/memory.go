@@ -33,7 +33,14 @@ type Store interface {
 	Versions(ctx context.Context, threadID string, after, limit int) ([]Version, error)
 
 	PutArtifact(ctx context.Context, threadID string, p PutArtifactParams) (Artifact, error)
+	// GetArtifact resolves ref within the thread: a full ref, the short one relay shows, or
+	// (for notes written before refs had one form) a unique prefix of the hash or full ref.
 	GetArtifact(ctx context.Context, threadID, ref string) (Artifact, error)
+	// FindArtifact resolves a full or short ref in the whole store, for a ref given without
+	// its thread; a short ref two artifacts share is an ambiguous_ref error naming both.
+	FindArtifact(ctx context.Context, ref string) (Artifact, error)
+	// SharedShorts reports which of the given short refs name more than one artifact.
+	SharedShorts(ctx context.Context, shorts []string) (map[string]bool, error)
 	ArtifactContent(ctx context.Context, threadID, ref string) (Artifact, []byte, error)
 	ListArtifacts(ctx context.Context, threadID string, opt ListArtifactsOptions) ([]Artifact, error)
 
@@ -199,7 +206,8 @@ const (
 // ArtifactTypes lists the valid artifact types.
 var ArtifactTypes = []string{TypeMarkdown, TypeJSON, TypeHTML, TypeText, TypeBinary, TypeToolOutput, TypeEmail}
 
-// Artifact is stored content's metadata; the bytes are read with ArtifactContent.
+// Artifact is stored content's metadata; the bytes are read with ArtifactContent. Stores
+// return the full ref in Ref; what leaves the daemon carries the one ref relay shows (Named).
 type Artifact struct {
 	Ref          string     `json:"ref"`
 	ThreadID     string     `json:"thread_id"`
@@ -212,8 +220,6 @@ type Artifact struct {
 	Provenance   Provenance `json:"provenance"`
 	CreatedAt    Time       `json:"created_at"`
 	Deduplicated bool       `json:"deduplicated"`
-	// Short is the ref's short form (see RefShortener), filled where the API returns one artifact.
-	Short string `json:"short,omitempty"`
 }
 
 // Preview is the bounded, sanitized start of an artifact.

@@ -48,18 +48,12 @@ type AskResult struct {
 // AnswerRecord is where one answer went in the thread.
 type AnswerRecord struct {
 	Ref       string `json:"ref"`
-	Short     string `json:"short,omitempty"`
 	Preview   string `json:"preview"`
 	Truncated bool   `json:"truncated"`
 }
 
-// ShortRef is the short ref when the thread gave one, else the ref.
-func (r *AnswerRecord) ShortRef() string {
-	if r.Short != "" {
-		return r.Short
-	}
-	return r.Ref
-}
+// ShortRef is the answer's ref (the daemon gives the one form relay shows).
+func (r *AnswerRecord) ShortRef() string { return r.Ref }
 
 // Ask asks the friends. With a thread (named, $RELAY_THREAD or the project's), the friend
 // gets the thread's header and reads refs instead of pasted context, and every answer is
@@ -229,9 +223,6 @@ func (m *askThread) storeContext(ctx context.Context, req *ask.Request) error {
 		return MemoryError(err, m.thread)
 	}
 	m.contextRef = a.Ref
-	if a.Short != "" {
-		m.contextRef = a.Short
-	}
 	req.ContextFile = ""
 	return nil
 }
@@ -272,7 +263,7 @@ func (m *askThread) record(ctx context.Context, w *Workspace, prompt string, ans
 			w.notef("Warning: the answer of %s was not stored in thread %s: %v", a.Backend, m.thread, FirstLine(err.Error()))
 			continue
 		}
-		out[i] = &AnswerRecord{Ref: art.Ref, Short: art.Short, Preview: art.Preview.Text, Truncated: art.Preview.Truncated}
+		out[i] = &AnswerRecord{Ref: art.Ref, Preview: art.Preview.Text, Truncated: art.Preview.Truncated}
 		data := map[string]any{"backend": a.Backend, "prompt": ClipRunes(strings.TrimSpace(prompt), 280),
 			"answer_ref": art.Ref, "duration_ms": a.Duration.Milliseconds(), "state_version": m.version}
 		if a.Model != "" {

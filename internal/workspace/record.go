@@ -38,9 +38,6 @@ func (w *Workspace) recordTxn(ctx context.Context, typ string, res *txn.Result) 
 			return
 		}
 		data["diff_ref"] = a.Ref
-		if a.Short != "" {
-			data["diff_short"] = a.Short
-		}
 	}
 	if _, err := c.AppendEvent(ctx, thread, typ, data); err != nil {
 		w.warnUnrecorded(thread, err)

@@ -280,7 +280,10 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 
 	res := &ImportResult{ThreadID: th.ID, FromThreadID: th.ID, AsNew: opt.AsNew, Versions: len(versions), Artifacts: len(arts), Events: len(events)}
 	// rewrite maps old identifiers to new ones for --as-new; refs and thread ids are unique
-	// hex/UUID tokens, so replacing them textually in JSON cannot hit anything else.
+	// hex/UUID tokens, so replacing them textually in JSON cannot hit anything else. The
+	// 6-digit ref relay shows is rewritten where it stands as a JSON string or starts one
+	// ("<ref> <name>", as in headers): shorter than a full ref, it is not matched inside
+	// other text.
 	rewrite := func(b []byte) []byte { return b }
 	if opt.AsNew {
 		res.ThreadID = uuid.NewString()
@@ -291,6 +294,8 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 			nr := memory.NewRef(now.Add(time.Duration(i) * time.Millisecond))
 			res.RefMap[a.Ref] = nr
 			pairs = append(pairs, a.Ref, nr)
+			os, ns := memory.Short(a.Ref), memory.Short(nr)
+			pairs = append(pairs, `"`+os+`"`, `"`+ns+`"`, `"`+os+` `, `"`+ns+` `)
 		}
 		rp := strings.NewReplacer(pairs...)
 		rewrite = func(b []byte) []byte { return []byte(rp.Replace(string(b))) }

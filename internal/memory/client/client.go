@@ -456,6 +456,32 @@ func (c *Client) ArtifactRaw(ctx context.Context, id, ref string) (io.ReadCloser
 	return resp.Body, nil
 }
 
+// FindArtifact calls GET /artifacts/{ref}: an artifact named by its full or short ref
+// without its thread (the answer's thread_id says which).
+func (c *Client) FindArtifact(ctx context.Context, ref string) (memory.Artifact, error) {
+	var a memory.Artifact
+	err := c.getJSON(ctx, "/artifacts/"+esc(ref), &a)
+	return a, err
+}
+
+// Artifact resolves a ref for a caller that may have a thread: in thread id when one is
+// given, else (or when that thread has no such artifact: a ref passed on from another
+// thread) in the whole store, where a full or short ref names one artifact. The answer's
+// ThreadID is the artifact's thread.
+func (c *Client) Artifact(ctx context.Context, id, ref string) (memory.Artifact, error) {
+	if id == "" {
+		return c.FindArtifact(ctx, ref)
+	}
+	a, err := c.GetArtifact(ctx, id, ref)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound && (memory.ValidRef(ref) || memory.IsShortRef(ref)) {
+		if found, ferr := c.FindArtifact(ctx, ref); ferr == nil {
+			return found, nil
+		}
+	}
+	return a, err
+}
+
 // ListArtifacts calls GET /threads/{id}/artifacts.
 func (c *Client) ListArtifacts(ctx context.Context, id, typ string, limit int) ([]memory.Artifact, error) {
 	var out struct {

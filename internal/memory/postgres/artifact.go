@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -107,7 +108,10 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 		}
 		a := a
 		at := s.stamp()
-		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = memory.NewRef(at.Time), at, at
+		a.CreatedAt, a.Provenance.CreatedAt = at, at
+		if a.Ref, err = drawRef(ctx, tx, at.Time); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO artifacts (`+artifactCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated,
 			a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.Time); err != nil {
@@ -125,7 +129,8 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 		if _, err := tx.Exec(ctx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = $1`, id); err != nil {
 			return err
 		}
-		data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
+		// The event carries the ref as relay shows it (unique: it was just drawn so).
+		data, _ := json.Marshal(map[string]any{"ref": memory.Short(a.Ref), "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
 		if _, err := insertEvent(ctx, tx, id, memory.EventArtifactStored, at, data); err != nil {
 			return err
 		}
@@ -192,22 +197,128 @@ func scanArtifact(r pgx.Row) (memory.Artifact, error) {
 	return a, nil
 }
 
-// GetArtifact implements memory.Store.
+// shortExpr is a ref's short form in SQL; the artifacts_short index is on this expression.
+const shortExpr = `substr(ref, 21)`
+
+// shortLockBase namespaces the advisory locks that serialise puts drawing the same short ref
+// on different daemons (the low 24 bits are the short ref).
+const shortLockBase int64 = 0x72656c6100000000
+
+// drawRef draws a new artifact ref whose short form no artifact of the store has, holding a
+// transaction advisory lock on that short form so a put on another daemon cannot take it
+// before this transaction commits.
+func drawRef(ctx context.Context, tx pgx.Tx, at time.Time) (string, error) {
+	var ref string
+	for i := 0; i < memory.MaxRefDraws; i++ {
+		ref = memory.NewRef(at)
+		n, _ := strconv.ParseInt(memory.Short(ref), 16, 64)
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, shortLockBase+n); err != nil {
+			return "", fmt.Errorf("lock ref %s: %w", ref, err)
+		}
+		var taken bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE `+shortExpr+` = $1)`, memory.Short(ref)).Scan(&taken); err != nil {
+			return "", fmt.Errorf("check ref %s: %w", ref, err)
+		}
+		if !taken {
+			break
+		}
+	}
+	return ref, nil
+}
+
+// SharedShorts implements memory.Store.
+func (s *Store) SharedShorts(ctx context.Context, shorts []string) (map[string]bool, error) {
+	if len(shorts) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+shortExpr+` FROM artifacts WHERE `+shortExpr+` = ANY($1) GROUP BY 1 HAVING count(*) > 1`, shorts)
+	if err != nil {
+		return nil, fmt.Errorf("read shared short refs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var sh string
+		if err := rows.Scan(&sh); err != nil {
+			return nil, fmt.Errorf("read shared short refs: %w", err)
+		}
+		out[sh] = true
+	}
+	return out, rows.Err()
+}
+
+// FindArtifact implements memory.Store: a full or short ref in the whole store.
+func (s *Store) FindArtifact(ctx context.Context, ref string) (memory.Artifact, error) {
+	var q string
+	switch {
+	case memory.ValidRef(ref):
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE ref = $1`
+	case memory.IsShortRef(ref):
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE ` + shortExpr + ` = $1 ORDER BY ref LIMIT 5`
+	default:
+		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref: give the %d hex characters relay shows or a full ref (a shorter or longer prefix needs the thread)", ref, memory.ShortRefLen)
+	}
+	found, err := s.queryArtifacts(ctx, q, ref)
+	if err != nil {
+		return memory.Artifact{}, fmt.Errorf("find artifact %s: %w", ref, err)
+	}
+	switch len(found) {
+	case 0:
+		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
+	case 1:
+		return found[0], nil
+	}
+	full := make([]string, len(found))
+	for i, a := range found {
+		full[i] = a.Ref + " in thread " + a.ThreadID[:min(8, len(a.ThreadID))]
+	}
+	return memory.Artifact{}, memory.AmbiguousRef(ref, full, " of the store")
+}
+
+func (s *Store) queryArtifacts(ctx context.Context, q string, args ...any) ([]memory.Artifact, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []memory.Artifact
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// GetArtifact implements memory.Store: a full ref, or the short one relay shows, of the
+// thread's artifact. (PostgreSQL stores never showed the older hash abbreviations, so
+// there are none to resolve.)
 func (s *Store) GetArtifact(ctx context.Context, id, ref string) (memory.Artifact, error) {
 	if err := s.threadExists(ctx, id); err != nil {
 		return memory.Artifact{}, err
 	}
-	if !memory.ValidRef(ref) {
-		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref (26 hex characters); list refs with `relay artifact ls`", ref)
+	var q string
+	switch {
+	case memory.ValidRef(ref):
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE ref = $1 AND thread_id = $2`
+	case memory.IsShortRef(ref):
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE ` + shortExpr + ` = $1 AND thread_id = $2 ORDER BY ref LIMIT 2`
+	default:
+		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref (the %d hex characters relay shows, or a full ref of 26); list refs with `relay artifact ls`", ref, memory.ShortRefLen)
 	}
-	a, err := scanArtifact(s.pool.QueryRow(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = $1 AND thread_id = $2`, ref, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
-	}
+	found, err := s.queryArtifacts(ctx, q, ref, id)
 	if err != nil {
 		return memory.Artifact{}, fmt.Errorf("read artifact %s: %w", ref, err)
 	}
-	return a, nil
+	switch len(found) {
+	case 0:
+		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
+	case 1:
+		return found[0], nil
+	}
+	return memory.Artifact{}, memory.AmbiguousRef(ref, []string{found[0].Ref, found[1].Ref}, " of the thread")
 }
 
 // OpenArtifact returns the artifact and a reader of its body, streamed from the bucket when

@@ -587,7 +587,11 @@ func (s *Store) Header(ctx context.Context, id string) (memory.Header, error) {
 		return memory.Header{}, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
 	}
 	slices.Reverse(recent)
-	b, t, err := c.st.HeaderWithArtifacts(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent)
+	name, err := memory.HeaderNames(ctx, s, c.st, recent)
+	if err != nil {
+		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
+	}
+	b, t, err := c.st.HeaderFor(statedoc.Metrics{CacheHits: m.CacheHits, TokensAvoided: m.TokensAvoided}, recent, name)
 	if err != nil {
 		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}

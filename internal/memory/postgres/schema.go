@@ -170,6 +170,11 @@ CREATE INDEX blob_pins_hash ON blob_pins (hash);
 -- The sweep asks which listed bodies any artifact references.
 CREATE INDEX artifacts_hash ON artifacts (hash);
 `},
+	{5, "artifact short refs", `
+-- An artifact's short ref (its ref's last 6 digits) is the one ref relay shows: looked up
+-- without the thread, and checked free when a put draws a ref. Matches shortExpr.
+CREATE INDEX artifacts_short ON artifacts (substr(ref, 21));
+`},
 }
 
 // SchemaVersion is the schema this build writes.

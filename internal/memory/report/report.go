@@ -258,8 +258,16 @@ func Build(ctx context.Context, src Source, id string, now time.Time) (*Report, 
 	if err != nil {
 		return nil, err
 	}
+	refs := make([]string, len(arts))
+	for i, a := range arts {
+		refs[i] = a.Ref
+	}
+	name, err := memory.Names(ctx, src.Store.SharedShorts, refs)
+	if err != nil {
+		return nil, err
+	}
 	for _, a := range arts {
-		r.Artifacts = append(r.Artifacts, ArtifactRow{Ref: a.Ref, Name: a.Name, Type: a.Type, Size: a.Size, Hash: a.Hash,
+		r.Artifacts = append(r.Artifacts, ArtifactRow{Ref: name(a.Ref), Name: a.Name, Type: a.Type, Size: a.Size, Hash: a.Hash,
 			CreatedBy: a.Provenance.CreatedBy, Capability: a.Provenance.Capability, CreatedAt: a.CreatedAt})
 	}
 	if r.Events, err = allEvents(ctx, src.Store, id); err != nil {

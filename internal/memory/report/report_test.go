@@ -88,7 +88,7 @@ func TestStatsAndReport(t *testing.T) {
 		t.Fatalf("json token_savings = %v", back["token_savings"])
 	}
 	md := string(r.Markdown())
-	for _, want := range []string{"# relay report: my-first-run", "| tokens avoided | " + fmt.Sprint(s.TokensAvoided), "`" + a.Ref + "` | notes.md | markdown",
+	for _, want := range []string{"# relay report: my-first-run", "| tokens avoided | " + fmt.Sprint(s.TokensAvoided), "`" + memory.Short(a.Ref) + "` | notes.md | markdown",
 		"| retrieval.search | 3 | 2 |", "**state.patched**", "1 facts"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

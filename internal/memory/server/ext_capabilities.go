@@ -100,10 +100,19 @@ type threadArtifacts struct {
 	thread, capabl string
 }
 
+// PutArtifact stores a capability's result and returns its ref as relay shows it: what the
+// invoke answer, its event and the cache hand to agents.
 func (t threadArtifacts) PutArtifact(ctx context.Context, a plugin.NewArtifact) (string, error) {
 	art, err := t.st.PutArtifact(ctx, t.thread, memory.PutArtifactParams{Name: a.Name, Type: a.Type, Content: a.Content,
 		CreatedBy: "relay", Capability: t.capabl, SourceRefs: a.SourceRefs})
-	return art.Ref, err
+	if err != nil {
+		return "", err
+	}
+	name, err := memory.Names(ctx, t.st.SharedShorts, []string{art.Ref})
+	if err != nil {
+		return "", err
+	}
+	return name(art.Ref), nil
 }
 
 func newCapExt(s *Server, o CapabilityOptions) (*capExt, error) {
@@ -321,7 +330,11 @@ func (x *capExt) handleReport(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		ref = a.Ref
+		named, err := x.s.named(r.Context(), a)
+		if err != nil {
+			return err
+		}
+		ref = named[0].Ref
 		if _, err := x.s.store.AppendEvent(r.Context(), id, "report.generated", map[string]any{"artifact_ref": ref, "format": req.Format, "size": len(body)}); err != nil {
 			return err
 		}

@@ -410,8 +410,7 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 		if err != nil {
 			return err
 		}
-		s.fillShort(r, &a)
-		return writeArtifactCreated(w, id, a)
+		return s.writeArtifactCreated(w, r, id, a)
 	} else {
 		var buf bytes.Buffer
 		if n := r.ContentLength; n > 0 && n <= MaxArtifactBody {
@@ -426,11 +425,15 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	s.fillShort(r, &a)
-	return writeArtifactCreated(w, id, a)
+	return s.writeArtifactCreated(w, r, id, a)
 }
 
-func writeArtifactCreated(w http.ResponseWriter, id string, a memory.Artifact) error {
+func (s *Server) writeArtifactCreated(w http.ResponseWriter, r *http.Request, id string, a memory.Artifact) error {
+	named, err := s.named(r.Context(), a)
+	if err != nil {
+		return err
+	}
+	a = named[0]
 	status := http.StatusCreated
 	if a.Deduplicated {
 		status = http.StatusOK
@@ -438,6 +441,25 @@ func writeArtifactCreated(w http.ResponseWriter, id string, a memory.Artifact) e
 	w.Header().Set("Location", "/threads/"+id+"/artifacts/"+a.Ref)
 	writeJSON(w, status, a)
 	return nil
+}
+
+// named returns the artifacts with their refs (and source refs) as relay shows them: what
+// every response carries, so an artifact has one ref wherever it is read.
+func (s *Server) named(ctx context.Context, as ...memory.Artifact) ([]memory.Artifact, error) {
+	var refs []string
+	for _, a := range as {
+		refs = append(refs, a.Ref)
+		refs = append(refs, a.Provenance.SourceRefs...)
+	}
+	name, err := memory.Names(ctx, s.store.SharedShorts, refs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memory.Artifact, len(as))
+	for i, a := range as {
+		out[i] = a.Named(name)
+	}
+	return out, nil
 }
 
 // spoolThreshold is the size above which a streamed upload goes to a temporary file.
@@ -460,24 +482,53 @@ func (s *Server) handleListArtifacts(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	q := r.URL.Query()
-	as, err := s.store.ListArtifacts(r.Context(), r.PathValue("id"), memory.ListArtifactsOptions{Type: q.Get("type"), After: q.Get("after"), Limit: limit})
+	id, after := r.PathValue("id"), q.Get("after")
+	if after != "" && !memory.ValidRef(after) {
+		// A cursor is any ref of the thread the client was given: the listed form is short.
+		a, err := s.store.GetArtifact(r.Context(), id, after)
+		if err != nil {
+			return err
+		}
+		after = a.Ref
+	}
+	as, err := s.store.ListArtifacts(r.Context(), id, memory.ListArtifactsOptions{Type: q.Get("type"), After: after, Limit: limit})
 	if err != nil {
+		return err
+	}
+	if as, err = s.named(r.Context(), as...); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"artifacts": as})
 	return nil
 }
 
+// handleFindArtifact is GET /artifacts/{ref}: an artifact named by its full or short ref,
+// without its thread (which the answer names); ?raw=1 serves the bytes.
+func (s *Server) handleFindArtifact(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.store.FindArtifact(r.Context(), r.PathValue("ref"))
+	if err != nil {
+		return err
+	}
+	return s.serveArtifact(w, r, a.ThreadID, a.Ref)
+}
+
 func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error {
-	id, ref := r.PathValue("id"), r.PathValue("ref")
+	return s.serveArtifact(w, r, r.PathValue("id"), r.PathValue("ref"))
+}
+
+// serveArtifact answers with the thread's artifact ref: its metadata, or with ?raw=1 its bytes.
+func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request, id, ref string) error {
 	raw := r.URL.Query().Get("raw")
 	if raw != "1" && raw != "true" {
 		a, err := s.store.GetArtifact(r.Context(), id, ref)
 		if err != nil {
 			return err
 		}
-		s.fillShort(r, &a)
-		writeJSON(w, http.StatusOK, a)
+		named, err := s.named(r.Context(), a)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, named[0])
 		return nil
 	}
 	if sp, ok := s.store.(streamingStore); ok && sp.StreamsBodies() {
@@ -493,7 +544,7 @@ func (s *Server) handleGetArtifact(w http.ResponseWriter, r *http.Request) error
 	h.Set("ETag", `"`+a.Hash+`"`)
 	h.Set("X-Relay-Artifact-Type", a.Type)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Disposition", `attachment; filename="`+a.Ref+memory.ExtFor(a.Type, a.Mime)+`"`)
+	h.Set("Content-Disposition", `attachment; filename="`+memory.Short(a.Ref)+memory.ExtFor(a.Type, a.Mime)+`"`)
 	if notModified(w, r, `"`+a.Hash+`"`) {
 		return nil
 	}
@@ -517,7 +568,7 @@ func (s *Server) streamArtifact(w http.ResponseWriter, r *http.Request, sp strea
 	h.Set("ETag", `"`+a.Hash+`"`)
 	h.Set("X-Relay-Artifact-Type", a.Type)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Disposition", `attachment; filename="`+a.Ref+memory.ExtFor(a.Type, a.Mime)+`"`)
+	h.Set("Content-Disposition", `attachment; filename="`+memory.Short(a.Ref)+memory.ExtFor(a.Type, a.Mime)+`"`)
 	if notModified(w, r, `"`+a.Hash+`"`) {
 		return nil
 	}
@@ -572,16 +623,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "last_id": last})
 	return nil
-}
-
-// fillShort sets the artifact's short ref when the store can make one; it is a convenience,
-// so a failure leaves it empty.
-func (s *Server) fillShort(r *http.Request, a *memory.Artifact) {
-	if rs, ok := s.store.(memory.RefShortener); ok {
-		if short, err := rs.ShortRef(r.Context(), a.ThreadID, a.Ref); err == nil && short != a.Ref {
-			a.Short = short
-		}
-	}
 }
 
 // MaxEventBody bounds an appended event: its data is a summary, big content goes in an artifact.

@@ -112,6 +112,7 @@ func (s *Server) routes() {
 	m.Handle("POST /threads/{id}/events", s.api(s.handleAppendEvent))
 	m.Handle("GET /threads/{id}/artifacts", s.api(s.handleListArtifacts))
 	m.Handle("GET /threads/{id}/artifacts/{ref}", s.api(s.handleGetArtifact))
+	m.Handle("GET /artifacts/{ref}", s.api(s.handleFindArtifact))
 	m.Handle("GET /threads/{id}/events", s.api(s.handleEvents))
 	m.Handle("GET /threads/{id}/events/stream", s.api(s.handleStream))
 	m.Handle("GET /store/gc", s.api(s.handleGC))

@@ -194,7 +194,8 @@ func (m *mirror) artifact(a memory.Artifact, content []byte) {
 	}
 	// Buffered: a slow disk slows writers down (backpressure) instead of growing memory.
 	// The copy keeps the caller free to reuse its buffer.
-	m.files <- fileJob{filepath.Join(m.threadDir(a.ThreadID), "artifacts", a.Ref+memory.ExtFor(a.Type, a.Mime)), bytes.Clone(content)}
+	// Named by the ref relay shows (unique store-wide since the put drew it so), as people read it.
+	m.files <- fileJob{filepath.Join(m.threadDir(a.ThreadID), "artifacts", memory.Short(a.Ref)+memory.ExtFor(a.Type, a.Mime)), bytes.Clone(content)}
 }
 
 // writeFileAtomic replaces a mirror file. No fsync: the mirror is rebuilt from the

@@ -84,4 +84,10 @@ var migrations = []migration{
 	{"0300_search_own_file", searchMigration0300},
 	// A bucket's garbage collection asks which listed bodies any artifact references.
 	{"0400_artifacts_hash", `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`},
+	{"0410_artifact_short_ref", shortRefMigration},
 }
+
+// shortRefMigration indexes each artifact's short ref (its ref's last 6 digits), the one ref
+// relay shows: store-wide lookups of a ref given without its thread, and the check that a
+// new ref's short form is free. The expression must match shortExpr.
+const shortRefMigration = `CREATE INDEX artifacts_short ON artifacts(substr(ref, 21));`

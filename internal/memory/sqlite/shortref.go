@@ -3,76 +3,116 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/relaydev/relay/internal/memory"
 )
 
-// ShortRef implements memory.RefShortener: the shortest prefix, at least 6 hex digits, of
-// the artifact's content hash that no other artifact of the thread shares. Hashes are
-// uniform, so it is 6 digits nearly always and, unlike a prefix of the time-ordered ref,
-// stays the same as artifacts are added. The thread's (thread_id, hash) index makes the two
-// neighbour lookups one step each. A ref that is not a stored artifact of the thread keeps
-// its full form.
-func (s *SQLite) ShortRef(ctx context.Context, id, ref string) (string, error) {
-	if !memory.ValidRef(ref) {
-		return ref, nil
+// shortExpr is a ref's short form in SQL; the artifacts_short index is on this expression,
+// so every query that looks a short ref up must spell it the same way.
+const shortExpr = `substr(ref, 21)`
+
+// SharedShorts implements memory.Store: which of the short refs name more than one artifact
+// of the store (one indexed query for the batch).
+func (s *SQLite) SharedShorts(ctx context.Context, shorts []string) (map[string]bool, error) {
+	if len(shorts) == 0 {
+		return nil, nil
 	}
-	var hash string
-	err := s.r.QueryRowContext(ctx, `SELECT hash FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id).Scan(&hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ref, nil
+	args := make([]any, len(shorts))
+	for i, sh := range shorts {
+		args[i] = sh
 	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+shortExpr+` FROM artifacts WHERE `+shortExpr+` IN (?`+strings.Repeat(",?", len(shorts)-1)+`) GROUP BY 1 HAVING count(*) > 1`, args...)
 	if err != nil {
-		return "", fmt.Errorf("shorten ref %s: %w", ref, err)
+		return nil, fmt.Errorf("read shared short refs: %w", err)
 	}
-	var prev, next sql.NullString
-	if err := s.r.QueryRowContext(ctx, `SELECT max(hash) FROM artifacts WHERE thread_id = ? AND hash < ?`, id, hash).Scan(&prev); err != nil {
-		return "", fmt.Errorf("shorten ref %s: %w", ref, err)
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var sh string
+		if err := rows.Scan(&sh); err != nil {
+			return nil, fmt.Errorf("read shared short refs: %w", err)
+		}
+		out[sh] = true
 	}
-	if err := s.r.QueryRowContext(ctx, `SELECT min(hash) FROM artifacts WHERE thread_id = ? AND hash > ?`, id, hash).Scan(&next); err != nil {
-		return "", fmt.Errorf("shorten ref %s: %w", ref, err)
-	}
-	short := memory.ShortRef(hash, prev.String, next.String)
-	if len(short) >= len(ref) {
-		return ref, nil
-	}
-	return short, nil
+	return out, rows.Err()
 }
 
-// shortener adapts ShortRef to the header builder, keeping the first error: a header must
-// not mix short and full forms of the same refs between reads.
-func (s *SQLite) shortener(ctx context.Context, id string) (func(string) string, func() error) {
-	var first error
-	return func(ref string) string {
-			r, err := s.ShortRef(ctx, id, ref)
-			if err != nil {
-				if first == nil {
-					first = err
-				}
-				return ref
-			}
-			return r
-		}, func() error {
-			return first
+// namer returns how refs are shown, for a batch read together (memory.Names).
+func (s *SQLite) namer(ctx context.Context, refs []string) (func(string) string, error) {
+	return memory.Names(ctx, s.SharedShorts, refs)
+}
+
+// shortTaken reports whether a put's new ref would show as a short ref another artifact
+// already has; tx is the put's write transaction, so no other put can take it meanwhile.
+func (s *SQLite) shortTaken(ctx context.Context, tx *sql.Tx, ref string) (bool, error) {
+	var n int
+	err := s.queryRow(ctx, tx, `SELECT count(*) FROM artifacts WHERE `+shortExpr+` = ?`, memory.Short(ref)).Scan(&n)
+	return n > 0, err
+}
+
+// FindArtifact implements memory.Store: a full or short ref in the whole store.
+func (s *SQLite) FindArtifact(ctx context.Context, ref string) (memory.Artifact, error) {
+	var q string
+	switch {
+	case memory.ValidRef(ref):
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE ref = ?`
+	case memory.IsShortRef(ref):
+		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE ` + shortExpr + ` = ? ORDER BY ref LIMIT 5`
+	default:
+		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref: give the %d hex characters relay shows or a full ref (a shorter or longer prefix needs the thread)", ref, memory.ShortRefLen)
+	}
+	rows, err := s.r.QueryContext(ctx, q, ref)
+	if err != nil {
+		return memory.Artifact{}, fmt.Errorf("find artifact %s: %w", ref, err)
+	}
+	defer rows.Close()
+	var found []memory.Artifact
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return memory.Artifact{}, fmt.Errorf("find artifact %s: %w", ref, err)
 		}
+		found = append(found, a)
+	}
+	if err := rows.Err(); err != nil {
+		return memory.Artifact{}, fmt.Errorf("find artifact %s: %w", ref, err)
+	}
+	return oneFound(ref, found)
+}
+
+// oneFound is the artifact a store-wide lookup found, or why there is not exactly one.
+func oneFound(ref string, found []memory.Artifact) (memory.Artifact, error) {
+	switch len(found) {
+	case 0:
+		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
+	case 1:
+		return found[0], nil
+	}
+	full := make([]string, len(found))
+	for i, a := range found {
+		full[i] = a.Ref + " in thread " + a.ThreadID[:min(8, len(a.ThreadID))]
+	}
+	return memory.Artifact{}, memory.AmbiguousRef(ref, full, " of the store")
 }
 
 // resolveRef turns what a user or agent wrote into the full ref of the thread's artifact:
-// a full ref as is; else a unique prefix of an artifact's hash (the short form relay shows);
-// else a unique prefix of a ref.
+// a full ref as is; else the short ref relay shows; else (as relay showed refs before they
+// had one form) a unique prefix of an artifact's hash, else of a full ref.
 func (s *SQLite) resolveRef(ctx context.Context, id, ref string) (string, error) {
 	if memory.ValidRef(ref) {
 		return ref, nil
 	}
 	if !memory.IsRefPrefix(ref) {
-		return "", memory.BadRequest("%q is not an artifact ref (26 hex characters, or a short ref of at least %d); list refs with `relay artifact ls`", ref, memory.MinShortRef)
+		return "", memory.BadRequest("%q is not an artifact ref (the %d hex characters relay shows, or a full ref of 26); list refs with `relay artifact ls`", ref, memory.ShortRefLen)
 	}
-	for _, col := range []string{"hash", "ref"} {
-		// Hex digits sort below 'g': [prefix, prefix+"g") holds exactly what it starts.
-		found, err := s.prefixMatches(ctx, id, col, ref)
+	queries := []string{"hash", "ref"}
+	if memory.IsShortRef(ref) {
+		queries = append([]string{"short"}, queries...)
+	}
+	for _, col := range queries {
+		found, err := s.refMatches(ctx, id, col, ref)
 		if err != nil {
 			return "", err
 		}
@@ -82,25 +122,36 @@ func (s *SQLite) resolveRef(ctx context.Context, id, ref string) (string, error)
 		case 1:
 			return found[0], nil
 		}
-		return "", &memory.InvalidError{Code: "ambiguous_ref", Op: -1, Err: errors.New("ambiguous short ref"),
-			Msg: fmt.Sprintf("short ref %s matches several artifacts of the thread (%s, …); give more of it", ref, strings.Join(found, ", "))}
+		return "", memory.AmbiguousRef(ref, found, " of the thread")
 	}
 	return "", &memory.NotFoundError{What: "artifact", ID: ref}
 }
 
-func (s *SQLite) prefixMatches(ctx context.Context, id, col, prefix string) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT ref FROM artifacts WHERE thread_id = ? AND `+col+` >= ? AND `+col+` < ? ORDER BY `+col+` LIMIT 2`, id, prefix, prefix+"g")
+// refMatches lists (up to 2) refs of the thread's artifacts whose short ref is ref
+// (col "short"), or whose hash or ref starts with it.
+func (s *SQLite) refMatches(ctx context.Context, id, col, ref string) ([]string, error) {
+	q := `SELECT ref FROM artifacts WHERE thread_id = ? AND ` + shortExpr + ` = ? LIMIT 2`
+	args := []any{id, ref}
+	if col != "short" {
+		// Hex digits sort below 'g': [prefix, prefix+"g") holds exactly what it starts.
+		q = `SELECT ref FROM artifacts WHERE thread_id = ? AND ` + col + ` >= ? AND ` + col + ` < ? ORDER BY ` + col + ` LIMIT 2`
+		args = []any{id, ref, ref + "g"}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("resolve short ref %s: %w", prefix, err)
+		return nil, fmt.Errorf("resolve ref %s: %w", ref, err)
 	}
 	defer rows.Close()
 	var found []string
 	for rows.Next() {
 		var r string
 		if err := rows.Scan(&r); err != nil {
-			return nil, fmt.Errorf("resolve short ref %s: %w", prefix, err)
+			return nil, fmt.Errorf("resolve ref %s: %w", ref, err)
 		}
 		found = append(found, r)
 	}
-	return found, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("resolve ref %s: %w", ref, err)
+	}
+	return found, nil
 }

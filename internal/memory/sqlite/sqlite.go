@@ -686,11 +686,11 @@ func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 	if err != nil {
 		return memory.Header{}, err
 	}
-	short, shortErr := s.shortener(ctx, id)
-	b, t, err := c.st.HeaderFor(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided}, recent, short)
-	if err == nil {
-		err = shortErr()
+	name, err := memory.HeaderNames(ctx, s, c.st, recent)
+	if err != nil {
+		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
+	b, t, err := c.st.HeaderFor(statedoc.Metrics{CacheHits: c.metrics.CacheHits, TokensAvoided: c.metrics.TokensAvoided}, recent, name)
 	if err != nil {
 		return memory.Header{}, fmt.Errorf("build header of thread %s: %w", id, err)
 	}
@@ -925,8 +925,20 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 		}
 		a := a
 		at := s.stamp()
-		a.Ref, a.CreatedAt, a.Provenance.CreatedAt = memory.NewRef(at.Time), at, at
-		data, _ := json.Marshal(map[string]any{"ref": a.Ref, "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
+		a.CreatedAt, a.Provenance.CreatedAt = at, at
+		// The ref's short form names it store-wide: draw again while another artifact has it.
+		for i := 0; i < memory.MaxRefDraws; i++ {
+			a.Ref = memory.NewRef(at.Time)
+			taken, err := s.shortTaken(ctx, tx, a.Ref)
+			if err != nil {
+				return nil, fmt.Errorf("check ref %s: %w", a.Ref, err)
+			}
+			if !taken {
+				break
+			}
+		}
+		// The event carries the ref as relay shows it (unique: it was just drawn so).
+		data, _ := json.Marshal(map[string]any{"ref": memory.Short(a.Ref), "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
 		_, err := s.exec(ctx, tx, sqlInsertArtifact,
 			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String(),
 			ftsRowidFor(a.Provenance.Capability))

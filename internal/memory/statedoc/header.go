@@ -34,7 +34,7 @@ type Metrics struct {
 //	v        the state version (state_ref "v7")
 //	facts    newest 10 facts            constraints  first 5 constraints
 //	questions first 5 open questions    next         first 5 pending plan steps
-//	refs     newest 10 artifacts, each "<short ref> <name>" (short ref: see ShortRef)
+//	refs     newest 10 artifacts, each "<ref> <name>" (the ref as the store names it)
 //	actions  newest 5 last actions
 //	n        {<list>: items the list was chosen from}, only for lists that show fewer
 //	cut      {<list>: items the 2 KB cap removed}, only when something was removed
@@ -97,7 +97,7 @@ type header struct {
 	totals                    [nLists]int
 	cacheHits, tokensAvoided  []byte
 	truncated                 map[int]int
-	short                     func(ref string) string // shortens artifact refs; nil keeps them
+	short                     func(ref string) string // names artifact refs as relay shows them; nil keeps them
 }
 
 func newHeader() *header {
@@ -226,8 +226,9 @@ func shortThread(q []byte) []byte {
 	return q
 }
 
-// compactRefs rewrites the refs list into "<short ref> <name>" strings: a ref costs about
-// 13 o200k tokens in full and 7 as a short prefix, and the object form adds 8 more.
+// compactRefs rewrites the refs list into "<ref> <name>" strings: a ref costs about 13
+// o200k tokens in full and under 4 in the 6-digit form relay shows, and the object form
+// adds 8 more.
 func (h *header) compactRefs(short func(string) string) {
 	for i, it := range h.lists[hArtifacts] {
 		var a struct {

@@ -20,14 +20,21 @@ func (s *State) HeaderWithArtifacts(m Metrics, recent []ArtifactRef) ([]byte, bo
 	return s.HeaderFor(m, recent, nil)
 }
 
-// HeaderFor is HeaderWithArtifacts that writes refs in the form short returns (the store
-// passes the shortest thread-unique prefix; nil keeps full refs).
-func (s *State) HeaderFor(m Metrics, recent []ArtifactRef, short func(ref string) string) ([]byte, bool, error) {
+// HeaderFor is HeaderWithArtifacts that writes refs as name returns them (the store passes
+// the one form relay shows; nil keeps refs as they are). A stored artifact the document
+// already lists, by either form of its ref, is listed once.
+func (s *State) HeaderFor(m Metrics, recent []ArtifactRef, name func(ref string) string) ([]byte, bool, error) {
 	h, err := collectValue(s.root, m)
 	if err != nil {
 		return nil, false, err
 	}
-	h.short = short
+	h.short = name
+	key := func(ref string) string {
+		if name != nil {
+			return name(ref)
+		}
+		return ref
+	}
 	if len(recent) > 0 {
 		v, _ := s.root.Get("artifacts")
 		listed, _ := v.([]any)
@@ -36,17 +43,17 @@ func (s *State) HeaderFor(m Metrics, recent []ArtifactRef, short func(ref string
 			if o, ok := it.(*jsonpatch.Object); ok {
 				if r, ok := o.Get("ref"); ok {
 					if rs, ok := r.(string); ok {
-						seen[rs] = true
+						seen[key(rs)] = true
 					}
 				}
 			}
 		}
 		l := h.lists[hArtifacts]
 		for _, a := range recent {
-			if seen[a.Ref] {
+			if seen[key(a.Ref)] {
 				continue
 			}
-			seen[a.Ref] = true
+			seen[key(a.Ref)] = true
 			o := jsonpatch.NewObject(3)
 			o.Set("ref", a.Ref)
 			if a.Type != "" {
@@ -65,4 +72,22 @@ func (s *State) HeaderFor(m Metrics, recent []ArtifactRef, short func(ref string
 		h.lists[hArtifacts] = l[max(0, len(l)-MaxArtifactRefs):]
 	}
 	return h.finish()
+}
+
+// ArtifactRefs returns the refs of the document's newest MaxArtifactRefs artifacts: the
+// ones a header can list (with the stored ones the store adds).
+func (s *State) ArtifactRefs() []string {
+	v, _ := s.root.Get("artifacts")
+	listed, _ := v.([]any)
+	var refs []string
+	for _, it := range listed[max(0, len(listed)-MaxArtifactRefs):] {
+		if o, ok := it.(*jsonpatch.Object); ok {
+			if r, ok := o.Get("ref"); ok {
+				if rs, ok := r.(string); ok {
+					refs = append(refs, rs)
+				}
+			}
+		}
+	}
+	return refs
 }

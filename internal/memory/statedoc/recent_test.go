@@ -45,9 +45,24 @@ func TestHeaderWithArtifacts(t *testing.T) {
 	if got.Totals["refs"] != 12 {
 		t.Errorf("n.refs = %d, want 12 (1 listed + 11 stored only)", got.Totals["refs"])
 	}
-	short, _, err := st.HeaderFor(Metrics{}, recent, func(ref string) string { return ref[:2] })
-	if err != nil || !json.Valid(short) || !strings.Contains(string(short), `"r0 n1.txt"`) {
-		t.Errorf("shortened refs: %s, %v", short, err)
+	short, _, err := st.HeaderFor(Metrics{}, recent, func(ref string) string { return "s" + ref })
+	if err != nil || !json.Valid(short) || !strings.Contains(string(short), `"sr01 n1.txt"`) {
+		t.Errorf("named refs: %s, %v", short, err)
+	}
+	// A stored artifact the document lists under the other form of its ref is listed once.
+	listed := build(t, map[string]string{"artifacts": `[{"ref":"sr10","name":"n10.txt"}]`})
+	sl, err := Parse(listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	once, _, err := sl.HeaderFor(Metrics{}, recent[9:11], func(ref string) string {
+		if strings.HasPrefix(ref, "s") {
+			return ref
+		}
+		return "s" + ref
+	})
+	if err != nil || strings.Count(string(once), "n10.txt") != 1 || !strings.Contains(string(once), `"sr09 n9.txt"`) {
+		t.Errorf("an artifact listed by its other ref form: %s, %v", once, err)
 	}
 	plain, _, _ := st.Header(Metrics{})
 	none, _, _ := st.HeaderWithArtifacts(Metrics{}, nil)

@@ -43,6 +43,7 @@ func RunOnly(t *testing.T, open Open, names ...string) {
 		{"stale version conflicts", testConflict},
 		{"concurrent writers lose nothing", testConcurrentWriters},
 		{"artifacts", testArtifacts},
+		{"one ref per artifact, store-wide", testShortRefs},
 		{"events and subscribe", testEvents},
 		{"capability cache", testCapabilityCache},
 		{"hop ledger", testHops},
@@ -260,6 +261,63 @@ func testConcurrentWriters(t *testing.T, st memory.Store) {
 	}
 	if n := strings.Count(string(s.Doc), `"id":"f`); n != writers*each || s.Version != writers*each+1 {
 		t.Fatalf("after %d writes: %d facts at v%d", writers*each, n, s.Version)
+	}
+}
+
+// testShortRefs: every artifact's short ref (the one relay shows) is unique in the store, is
+// what its artifact.stored event carries, resolves in its thread and without one, and a
+// header names the artifact by it.
+func testShortRefs(t *testing.T, st memory.Store) {
+	ctx := context.Background()
+	a, b := newThread(t, st, "refs-a"), newThread(t, st, "refs-b")
+	seen := map[string]string{}
+	var last memory.Artifact
+	for i := range 40 {
+		th := a
+		if i%2 == 1 {
+			th = b
+		}
+		art, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: fmt.Sprintf("n%d.md", i), Content: fmt.Appendf(nil, "note %d\n", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		short := memory.Short(art.Ref)
+		if prev, dup := seen[short]; dup {
+			t.Fatalf("short ref %s of %s is also %s's", short, art.Ref, prev)
+		}
+		seen[short] = art.Ref
+		last = art
+	}
+	short := memory.Short(last.Ref)
+	for _, ref := range []string{short, last.Ref} {
+		got, err := st.GetArtifact(ctx, last.ThreadID, ref)
+		if err != nil || got.Ref != last.Ref {
+			t.Fatalf("GetArtifact(%s) = %v, %v; want %s", ref, got.Ref, err, last.Ref)
+		}
+		found, err := st.FindArtifact(ctx, ref)
+		if err != nil || found.Ref != last.Ref || found.ThreadID != last.ThreadID {
+			t.Fatalf("FindArtifact(%s) = %+v, %v; want %s in %s", ref, found, err, last.Ref, last.ThreadID)
+		}
+	}
+	if _, err := st.GetArtifact(ctx, a.ID, short); !memory.IsNotFound(err) {
+		t.Fatalf("another thread's short ref in thread a: %v, want not found", err)
+	}
+	if _, err := st.FindArtifact(ctx, "000000"); !memory.IsNotFound(err) {
+		t.Fatalf("FindArtifact(unknown) = %v, want not found", err)
+	}
+	if shared, err := st.SharedShorts(ctx, []string{short, "000000"}); err != nil || len(shared) != 0 {
+		t.Fatalf("SharedShorts = %v, %v; want none", shared, err)
+	}
+	evs, err := st.Events(ctx, b.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(evs[len(evs)-1].Data); !strings.Contains(got, `"ref":"`+short+`"`) {
+		t.Fatalf("artifact.stored event %s does not carry the short ref %s", got, short)
+	}
+	h, err := st.Header(ctx, b.ID)
+	if err != nil || !strings.Contains(string(h.JSON), `"`+short+` `+last.Name+`"`) {
+		t.Fatalf("header %s does not name %s as %q", h.JSON, last.Ref, short+" "+last.Name)
 	}
 }
 

@@ -201,7 +201,8 @@ class RelayClient:
     def artifact_put(self, thread_id: str, name: str, content: Union[str, bytes], type: Optional[str] = None,
                      created_by: Optional[str] = None, capability: Optional[str] = None,
                      source_refs: Optional[Sequence[str]] = None) -> JSON:
-        """Store content; returns its metadata with ``ref`` (never the content).
+        """Store content; returns its metadata with ``ref``, the one ref relay shows everywhere
+        (6 hex characters; never the content).
 
         ``str`` content is sent as UTF-8 text, ``bytes`` as a raw body.
         ``type`` is detected by the daemon when omitted.
@@ -228,21 +229,31 @@ class RelayClient:
         return self._request("GET", f"/threads/{self._q(thread_id)}/artifacts",
                              query={"type": type, "after": after, "limit": limit})["artifacts"]
 
-    def artifact(self, thread_id: str, ref: str) -> JSON:
-        """One artifact's metadata and preview (not its content)."""
-        return self._request("GET", f"/threads/{self._q(thread_id)}/artifacts/{self._q(ref)}")
+    def _artifact_path(self, thread_id: Optional[str], ref: str) -> str:
+        # A ref names one artifact in the whole store: without a thread, the store-wide route.
+        if not thread_id:
+            return f"/artifacts/{self._q(ref)}"
+        return f"/threads/{self._q(thread_id)}/artifacts/{self._q(ref)}"
 
-    def artifact_get(self, thread_id: str, ref: str) -> bytes:
-        """The artifact's exact bytes."""
-        with self._open("GET", f"/threads/{self._q(thread_id)}/artifacts/{self._q(ref)}",
+    def artifact(self, thread_id: Optional[str], ref: str) -> JSON:
+        """One artifact's metadata and preview (not its content).
+
+        ``ref`` is the ref relay shows (6 hex characters) or a full one; ``thread_id`` may be
+        ``None``: a ref names one artifact of the whole store (``thread_id`` in the answer).
+        """
+        return self._request("GET", self._artifact_path(thread_id, ref))
+
+    def artifact_get(self, thread_id: Optional[str], ref: str) -> bytes:
+        """The artifact's exact bytes (``thread_id`` may be ``None``, as for ``artifact``)."""
+        with self._open("GET", self._artifact_path(thread_id, ref),
                         query={"raw": 1}, headers={"Accept": "*/*"}) as resp:
             return resp.read()
 
-    def artifact_save(self, thread_id: str, ref: str, path: str) -> int:
+    def artifact_save(self, thread_id: Optional[str], ref: str, path: str) -> int:
         """Stream the artifact's bytes to ``path`` (written atomically); returns the byte count."""
         tmp = f"{path}.part"
         n = 0
-        with self._open("GET", f"/threads/{self._q(thread_id)}/artifacts/{self._q(ref)}",
+        with self._open("GET", self._artifact_path(thread_id, ref),
                         query={"raw": 1}, headers={"Accept": "*/*"}) as resp, open(tmp, "wb") as out:
             while True:
                 chunk = resp.read(1 << 16)

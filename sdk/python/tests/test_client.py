@@ -203,7 +203,7 @@ class ApiTest(unittest.TestCase):
         text = "# Analysis\n\nhello, relay\n" + "line\n" * 1000
         art = self.c.artifact_put(tid, "analysis.md", text, "markdown", created_by="py-test")
         ref = art["ref"]
-        self.assertEqual(len(ref), 26)
+        self.assertRegex(ref, r"^[0-9a-f]{6}$")  # the one ref relay shows, everywhere
         self.assertEqual(art["type"], "markdown")
         self.assertEqual(art["size"], len(text.encode()))
         self.assertTrue(art["preview"]["truncated"])
@@ -224,6 +224,17 @@ class ApiTest(unittest.TestCase):
 
         with self.assertRaises(NotFoundError):
             self.c.artifact_get(tid, "0" * 26)
+
+        # The ref names the artifact in the whole store: no thread needed, and the same ref
+        # is what the header lists and what the events carry.
+        found = self.c.artifact(None, ref)
+        self.assertEqual((found["ref"], found["thread_id"]), (ref, tid))
+        self.assertEqual(self.c.artifact_get(None, b["ref"]), blob)
+        self.assertIn(ref + " analysis.md", self.c.state_header(tid)["refs"])
+        stored = [e["data"]["ref"] for e in self.c.events(tid) if e["type"] == "artifact.stored"]
+        self.assertEqual(stored, [ref, b["ref"]])
+        with self.assertRaises(NotFoundError):
+            self.c.artifact(None, "000000")
 
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "blob.bin")

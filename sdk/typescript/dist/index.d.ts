@@ -114,12 +114,17 @@ export declare class RelayClient {
         after?: string;
         limit?: number;
     }): Promise<Artifact[]>;
-    /** One artifact's metadata and preview (not its content). */
-    artifact(threadId: string, ref: string): Promise<Artifact>;
-    /** The artifact's exact bytes. */
-    artifactGet(threadId: string, ref: string): Promise<Uint8Array>;
+    /** A ref names one artifact in the whole store: without a thread, the store-wide route. */
+    private artifactPath;
+    /**
+     * One artifact's metadata and preview (not its content). `ref` is the ref relay shows
+     * (6 hex characters) or a full one; `threadId` may be null: the answer's `thread_id` says where it is.
+     */
+    artifact(threadId: string | null, ref: string): Promise<Artifact>;
+    /** The artifact's exact bytes (`threadId` may be null, as for `artifact`). */
+    artifactGet(threadId: string | null, ref: string): Promise<Uint8Array>;
     /** The artifact's content decoded as UTF-8. */
-    artifactText(threadId: string, ref: string): Promise<string>;
+    artifactText(threadId: string | null, ref: string): Promise<string>;
     /** Stored events with id greater than `after`, oldest first. */
     events(threadId: string, opts?: {
         after?: number;

@@ -321,13 +321,20 @@ export class RelayClient {
     async artifacts(threadId, opts = {}) {
         return (await this.json("GET", `${this.t(threadId)}/artifacts`, undefined, opts)).artifacts;
     }
-    /** One artifact's metadata and preview (not its content). */
-    artifact(threadId, ref) {
-        return this.json("GET", `${this.t(threadId)}/artifacts/${encodeURIComponent(ref)}`);
+    /** A ref names one artifact in the whole store: without a thread, the store-wide route. */
+    artifactPath(threadId, ref) {
+        return threadId ? `${this.t(threadId)}/artifacts/${encodeURIComponent(ref)}` : `/artifacts/${encodeURIComponent(ref)}`;
     }
-    /** The artifact's exact bytes. */
+    /**
+     * One artifact's metadata and preview (not its content). `ref` is the ref relay shows
+     * (6 hex characters) or a full one; `threadId` may be null: the answer's `thread_id` says where it is.
+     */
+    artifact(threadId, ref) {
+        return this.json("GET", this.artifactPath(threadId, ref));
+    }
+    /** The artifact's exact bytes (`threadId` may be null, as for `artifact`). */
     async artifactGet(threadId, ref) {
-        const res = await this.raw("GET", `${this.t(threadId)}/artifacts/${encodeURIComponent(ref)}`, {
+        const res = await this.raw("GET", this.artifactPath(threadId, ref), {
             query: { raw: 1 },
             headers: { Accept: "*/*" },
         });

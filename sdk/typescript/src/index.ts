@@ -376,14 +376,22 @@ export class RelayClient {
     return (await this.json<{ artifacts: Artifact[] }>("GET", `${this.t(threadId)}/artifacts`, undefined, opts)).artifacts;
   }
 
-  /** One artifact's metadata and preview (not its content). */
-  artifact(threadId: string, ref: string): Promise<Artifact> {
-    return this.json("GET", `${this.t(threadId)}/artifacts/${encodeURIComponent(ref)}`);
+  /** A ref names one artifact in the whole store: without a thread, the store-wide route. */
+  private artifactPath(threadId: string | null | undefined, ref: string): string {
+    return threadId ? `${this.t(threadId)}/artifacts/${encodeURIComponent(ref)}` : `/artifacts/${encodeURIComponent(ref)}`;
   }
 
-  /** The artifact's exact bytes. */
-  async artifactGet(threadId: string, ref: string): Promise<Uint8Array> {
-    const res = await this.raw("GET", `${this.t(threadId)}/artifacts/${encodeURIComponent(ref)}`, {
+  /**
+   * One artifact's metadata and preview (not its content). `ref` is the ref relay shows
+   * (6 hex characters) or a full one; `threadId` may be null: the answer's `thread_id` says where it is.
+   */
+  artifact(threadId: string | null, ref: string): Promise<Artifact> {
+    return this.json("GET", this.artifactPath(threadId, ref));
+  }
+
+  /** The artifact's exact bytes (`threadId` may be null, as for `artifact`). */
+  async artifactGet(threadId: string | null, ref: string): Promise<Uint8Array> {
+    const res = await this.raw("GET", this.artifactPath(threadId, ref), {
       query: { raw: 1 },
       headers: { Accept: "*/*" },
     });
@@ -391,7 +399,7 @@ export class RelayClient {
   }
 
   /** The artifact's content decoded as UTF-8. */
-  async artifactText(threadId: string, ref: string): Promise<string> {
+  async artifactText(threadId: string | null, ref: string): Promise<string> {
     return new TextDecoder().decode(await this.artifactGet(threadId, ref));
   }
 

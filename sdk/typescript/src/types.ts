@@ -52,8 +52,8 @@ export interface State {
 
 /**
  * The bounded header agents read on every hop, encoded for few tokens: short member names,
- * empty lists and zero counters left out. `refs` items are "<short ref> <name>"; a short ref
- * is accepted wherever a ref is.
+ * empty lists and counters that are not positive left out. `refs` items are "<ref> <name>",
+ * with the one ref relay shows for an artifact (6 hex characters), accepted wherever a ref is.
  */
 export interface StateHeader {
   /** First 8 characters of the thread id. */
@@ -114,6 +114,7 @@ export interface VersionHistory {
 export type ArtifactType = "markdown" | "json" | "html" | "text" | "binary" | "tool_output" | "email";
 
 export interface Artifact {
+  /** The one ref relay shows for this artifact (6 hex characters; a full 26-digit ref also resolves). */
   ref: string;
   thread_id: string;
   type: ArtifactType;

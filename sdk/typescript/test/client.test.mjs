@@ -182,7 +182,7 @@ describe("api", () => {
     const { thread_id: tid } = await c.threadNew("artifacts");
     const text = "# Notes\n\nhello, relay\n" + "line\n".repeat(1000);
     const a = await c.artifactPut(tid, "notes.md", text, "markdown", { createdBy: "ts-test" });
-    assert.equal(a.ref.length, 26);
+    assert.match(a.ref, /^[0-9a-f]{6}$/); // the one ref relay shows, everywhere
     assert.equal(a.size, new TextEncoder().encode(text).length);
     assert.equal(a.preview.truncated, true);
     assert.equal(await c.artifactText(tid, a.ref), text);
@@ -199,6 +199,16 @@ describe("api", () => {
     assert.deepEqual((await c.artifacts(tid)).map((x) => x.ref), [a.ref, b.ref]);
     assert.deepEqual((await c.artifacts(tid, { type: "binary" })).map((x) => x.ref), [b.ref]);
     await assert.rejects(c.artifactGet(tid, "0".repeat(26)), NotFoundError);
+
+    // The ref names the artifact in the whole store: no thread needed, and it is the ref the
+    // header lists and the events carry.
+    const found = await c.artifact(null, a.ref);
+    assert.deepEqual([found.ref, found.thread_id], [a.ref, tid]);
+    assert.deepEqual(await c.artifactGet(null, b.ref), blob);
+    assert.ok((await c.stateHeader(tid)).refs.includes(`${a.ref} notes.md`));
+    const stored = (await c.events(tid)).filter((e) => e.type === "artifact.stored").map((e) => e.data.ref);
+    assert.deepEqual(stored, [a.ref, b.ref]);
+    await assert.rejects(c.artifact(null, "000000"), NotFoundError);
   });
 
   it("capabilities, report and stats (skipped until the daemon serves them)", async (t) => {

@@ -72,6 +72,9 @@ func Capability(db memory.Searcher) (plugin.Capability, plugin.Handler) {
 		if err != nil {
 			return nil, err
 		}
+		if err := nameHits(ctx, db, hits); err != nil {
+			return nil, err
+		}
 		full, _ := json.MarshalIndent(map[string]any{"query": args.Query, "count": len(hits), "results": hits}, "", "  ")
 		// The result list can be recomputed: stored without waiting for the disk (memory.Deferred).
 		ref, err := req.Artifacts.PutArtifact(memory.Deferred(ctx), plugin.NewArtifact{Name: "search-results.json", Type: memory.TypeJSON, Content: full})
@@ -81,6 +84,28 @@ func Capability(db memory.Searcher) (plugin.Capability, plugin.Handler) {
 		return plugin.Result(ref, Preview(hits))
 	}
 	return c, h
+}
+
+// nameHits writes the hits' refs as relay shows them (the searcher returns full refs).
+func nameHits(ctx context.Context, db memory.Searcher, hits []Hit) error {
+	var shared memory.SharedShortsFunc
+	if ss, ok := db.(interface {
+		SharedShorts(context.Context, []string) (map[string]bool, error)
+	}); ok {
+		shared = ss.SharedShorts
+	}
+	refs := make([]string, len(hits))
+	for i, h := range hits {
+		refs[i] = h.Ref
+	}
+	name, err := memory.Names(ctx, shared, refs)
+	if err != nil {
+		return err
+	}
+	for i := range hits {
+		hits[i].Ref = name(hits[i].Ref)
+	}
+	return nil
 }
 
 // Preview is the bounded summary returned inline: count plus the top hits with short snippets.

@@ -796,7 +796,7 @@ function eventSummary(ev, ctxId) {
         d.summary || d.git_commit_msg || shortId(d.uuid || ""),
         " ",
         h("span", { class: "diffstat" }, `${files.length} file${files.length === 1 ? "" : "s"} `, h("span", { class: "add" }, `+${d.added ?? 0}`), " ", h("span", { class: "del" }, `−${d.removed ?? 0}`)),
-        d.diff_ref ? [" ", txnDiff(ctxId, d.diff_ref, d.diff_short)] : "",
+        d.diff_ref ? [" ", txnDiff(ctxId, d.diff_ref)] : "",
       ];
     }
     case "txn.rolled_back":
@@ -815,9 +815,9 @@ function eventSummary(ev, ctxId) {
 }
 
 /** txnDiff is a transaction's diff, fetched from its artifact when opened. */
-function txnDiff(ctxId, diffRef, short) {
+function txnDiff(ctxId, diffRef) {
   const body = h("div", { class: "diff-wrap" }, h("p", { class: "muted small" }, "Loading…"));
-  const det = h("details", { class: "txn-diff", "data-testid": "txn-diff" }, h("summary", {}, "diff ", h("span", { class: "mono muted" }, short || shortRef(diffRef))), body);
+  const det = h("details", { class: "txn-diff", "data-testid": "txn-diff" }, h("summary", {}, "diff ", h("span", { class: "mono muted" }, shortRef(diffRef))), body);
   let loaded = false;
   det.addEventListener("toggle", async () => {
     if (!det.open || loaded) return;

@@ -89,9 +89,13 @@ export function shortId(id) {
   return id ? String(id).slice(0, 8) : "";
 }
 
-/** shortRef shows an artifact ref's random tail: its first 12 digits are a timestamp shared by neighbours. */
+/**
+ * shortRef is the one ref relay shows for an artifact: the daemon already sends it (6 hex
+ * digits, the full ref's random tail); a full 26-digit ref from older data is shown the same way.
+ */
 export function shortRef(ref) {
-  return ref ? "…" + String(ref).slice(-8) : "";
+  const r = ref ? String(ref) : "";
+  return /^[0-9a-f]{26}$/.test(r) ? r.slice(-6) : r;
 }
 
 /** jsonView renders a value as indented JSON with token classes for colouring. */
