@@ -162,7 +162,7 @@ func TestArtifacts(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	s.Close() // the mirror is written asynchronously; Close flushes it
-	mirror := filepath.Join(home, "threads", th.ID, "artifacts", a.Ref+".md")
+	mirror := filepath.Join(home, "threads", th.ID, "artifacts", memory.Short(a.Ref)+".md")
 	if m, err := os.ReadFile(mirror); err != nil || !bytes.Equal(m, content) {
 		t.Errorf("mirror file %s: %v", mirror, err)
 	}
