@@ -22,6 +22,7 @@ import (
 	"github.com/relaydev/relay/internal/ask/backend"
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // AskOptions are the inputs of `relay ask`.
@@ -59,6 +60,10 @@ type AskOptions struct {
 	HasMCP       bool // relay mcp exists: the friend may have relay's tools
 
 	streamed bool // the answer's text was printed as it arrived
+	// verdictRefs[i] is where answer i's verdict is stored in the thread;
+	// priorVerdicts are earlier verdicts on the same diff the friend was pointed at.
+	verdictRefs   []string
+	priorVerdicts []string
 }
 
 // dedupeNames is the --to list as ask will ask it (aliases resolved, repeats dropped).
@@ -252,6 +257,9 @@ type askJSON struct {
 	JSON    json.RawMessage `json:"json,omitempty"`
 	Verdict *ask.Verdict    `json:"verdict,omitempty"`
 	Retried bool            `json:"retried,omitempty"`
+	// With a thread: where the verdict is stored, and earlier verdicts on the same diff.
+	VerdictRef    string   `json:"verdict_ref,omitempty"`
+	PriorVerdicts []string `json:"prior_verdicts,omitempty"`
 	// With a thread: the stored answer's ref, and answer is its preview.
 	Ref       string `json:"ref,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
@@ -313,6 +321,22 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 		prog.finish()
 		return askError(err)
 	}
+	var prior []string
+	if mem != nil && p.DiffSHA256 != "" {
+		// a verdict already given on this exact diff is cited by ref, not pasted
+		arts, err := workspace.PriorVerdicts(ctx, mem.c, mem.thread, p.DiffSHA256)
+		if err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "Warning: could not look for earlier verdicts in thread %s: %v\n", mem.thread, firstLine(err.Error()))
+		} else if len(arts) > 0 {
+			if err := p.AddNote("Earlier Verdicts", workspace.VerdictNote(arts)); err != nil {
+				prog.finish()
+				return askError(err)
+			}
+			for _, a := range arts {
+				prior = append(prior, shortOr(a.Short, a.Ref))
+			}
+		}
+	}
 	answers := asker.Run(ctx, p)
 	prog.finish()
 	if ctx.Err() != nil {
@@ -322,6 +346,22 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	var recs []*askRecord
 	if mem != nil {
 		recs = mem.record(ctx, opts, answers)
+		opts.verdictRefs = make([]string, len(answers))
+		for i, a := range answers {
+			if a.Err != nil || a.Verdict == nil || p.DiffSHA256 == "" {
+				continue
+			}
+			art, err := workspace.RecordVerdict(ctx, mem.c, mem.thread, p.DiffSHA256, a)
+			if err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "Warning: the verdict of %s was not stored in thread %s: %v\n", a.Backend, mem.thread, firstLine(err.Error()))
+				continue
+			}
+			opts.verdictRefs[i] = shortOr(art.Short, art.Ref)
+		}
+	}
+	opts.priorVerdicts = prior
+	if len(prior) > 0 && !opts.JSON {
+		fmt.Fprintf(opts.IO.ErrOut, "This diff was judged before: the friend was pointed at %s\n", strings.Join(prior, ", "))
 	}
 	for _, a := range answers {
 		if a.NewSession && a.Err == nil {
@@ -357,6 +397,10 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 		docs := make([]askJSON, len(answers))
 		for i, a := range answers {
 			docs[i] = toAskJSON(a)
+			docs[i].PriorVerdicts = opts.priorVerdicts
+			if i < len(opts.verdictRefs) {
+				docs[i].VerdictRef = opts.verdictRefs[i]
+			}
 			if r := rec(i); r != nil {
 				docs[i].Answer, docs[i].Ref, docs[i].Truncated = r.Preview, r.Ref, r.Truncated
 			}
@@ -387,6 +431,9 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 		case opts.JSON:
 		case a.Verdict != nil:
 			printVerdict(out, a.Verdict)
+			if len(opts.verdictRefs) > 0 && opts.verdictRefs[0] != "" {
+				fmt.Fprintf(out, "[verdict stored as artifact %s]\n", opts.verdictRefs[0])
+			}
 		case opts.streamed && rec(0) != nil:
 			r := rec(0)
 			fmt.Fprintf(out, "[stored as artifact %s]\n", r.Ref)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/relaydev/relay/internal/ask"
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/safeopen"
@@ -43,6 +44,10 @@ type AskResult struct {
 	Records []*AnswerRecord
 	// Thread is the thread the ask was recorded in ("" when none).
 	Thread string
+	// PriorVerdicts are the verdicts already stored on this exact diff, cited
+	// in the envelope by ref; VerdictRefs[i] is where Answers[i]'s verdict went.
+	PriorVerdicts []memory.Artifact
+	VerdictRefs   []string
 }
 
 // AnswerRecord is where one answer went in the thread.
@@ -82,13 +87,35 @@ func (w *Workspace) Ask(ctx context.Context, req AskRequest) (*AskResult, error)
 	if err != nil {
 		return nil, err
 	}
-	res := &AskResult{Answers: asker.Run(ctx, p)}
+	var prior []memory.Artifact
+	if mem != nil && p.DiffSHA256 != "" {
+		if prior, err = PriorVerdicts(ctx, mem.c, mem.thread, p.DiffSHA256); err != nil {
+			w.notef("Warning: could not look for earlier verdicts in thread %s: %v", mem.thread, FirstLine(err.Error()))
+		} else if len(prior) > 0 {
+			if err := p.AddNote("Earlier Verdicts", VerdictNote(prior)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res := &AskResult{Answers: asker.Run(ctx, p), PriorVerdicts: prior}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	if mem != nil {
 		res.Thread = mem.thread
 		res.Records = mem.record(ctx, w, req.Prompt, res.Answers)
+		res.VerdictRefs = make([]string, len(res.Answers))
+		for i, a := range res.Answers {
+			if a.Err != nil || a.Verdict == nil || p.DiffSHA256 == "" {
+				continue
+			}
+			art, err := RecordVerdict(ctx, mem.c, mem.thread, p.DiffSHA256, a)
+			if err != nil {
+				w.notef("Warning: the verdict of %s was not stored in thread %s: %v", a.Backend, mem.thread, FirstLine(err.Error()))
+				continue
+			}
+			res.VerdictRefs[i] = art.Ref
+		}
 	}
 	return res, nil
 }
