@@ -333,7 +333,7 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 				return askError(err)
 			}
 			for _, a := range arts {
-				prior = append(prior, shortOr(a.Short, a.Ref))
+				prior = append(prior, a.Ref)
 			}
 		}
 	}
@@ -356,7 +356,7 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: the verdict of %s was not stored in thread %s: %v\n", a.Backend, mem.thread, firstLine(err.Error()))
 				continue
 			}
-			opts.verdictRefs[i] = shortOr(art.Short, art.Ref)
+			opts.verdictRefs[i] = art.Ref
 		}
 	}
 	opts.priorVerdicts = prior

@@ -48,11 +48,7 @@ func VerdictNote(arts []memory.Artifact) string {
 	var b strings.Builder
 	b.WriteString("This exact diff was judged before; those verdicts are stored in the thread. Read one with `relay artifact get REF --out -` and say whether it still holds:\n")
 	for _, a := range arts {
-		ref := a.Ref
-		if a.Short != "" {
-			ref = a.Short
-		}
-		fmt.Fprintf(&b, "  %s %s\n", ref, a.Name)
+		fmt.Fprintf(&b, "  %s %s\n", a.Ref, a.Name)
 	}
 	return strings.TrimSpace(b.String())
 }
