@@ -165,13 +165,13 @@ func mcpAPIErr(err error, thread string) error {
 		switch {
 		case ae.Code == "version_conflict":
 			return &mcp.ArgError{Msg: fmt.Sprintf("%s (current version: %d)", ae.Message, ae.CurrentVersion),
-				Hint: fmt.Sprintf(`re-read with memory {"op":"header"}, then send the patch again with "version":%d`, ae.CurrentVersion)}
+				Hint: fmt.Sprintf(`re-read with read {"op":"header"}, then send the patch again with "version":%d`, ae.CurrentVersion)}
 		case ae.Code == "invalid_patch" || ae.Code == "test_failed":
 			return &mcp.ArgError{Msg: ae.Message, Hint: "fix that operation (RFC 6902: op, path, value/from) and send the patch again"}
 		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
-			return &mcp.ArgError{Msg: ae.Message, Hint: `omit thread to use this project's thread, or make one with memory {"op":"new_thread"}`}
+			return &mcp.ArgError{Msg: ae.Message, Hint: `omit thread to use this project's thread, or make one with write_memory {"op":"new_thread"}`}
 		case ae.Status == 404 && thread != "":
-			return &mcp.ArgError{Msg: ae.Message, Hint: `find refs with memory {"op":"search","query":"…"} or {"op":"events"}`}
+			return &mcp.ArgError{Msg: ae.Message, Hint: `find refs with read {"op":"search","query":"…"} or {"op":"events"}`}
 		case ae.Code == "name_taken":
 			return &mcp.ArgError{Msg: ae.Message, Hint: `use that thread (pass its id as "thread"), or choose another name`}
 		case ae.Code == "invalid_args" || ae.Code == "blocked_address":
@@ -542,7 +542,7 @@ func mcpApply(ctx context.Context, f *Factory, a mcp.ApplyArgs) (any, error) {
 		return nil, mcpTxnErr(err)
 	}
 	st := res.State
-	out := map[string]any{"uuid": st.UUID, "summary": txnSummary(st), "files": nonNilFiles(st.Files), "revert": `apply {"op":"revert","ref":"` + st.UUID + `"}`}
+	out := map[string]any{"uuid": st.UUID, "summary": txnSummary(st), "files": nonNilFiles(st.Files), "revert": `edit_files {"op":"revert","ref":"` + st.UUID + `"}`}
 	if format != "" {
 		out["format"] = format
 	}
@@ -636,12 +636,12 @@ func mcpRevert(ctx context.Context, eng *txn.Engine, dir string, a mcp.ApplyArgs
 	if err != nil {
 		var nf *txn.NotFoundError
 		if errors.As(err, &nf) {
-			return nil, WithHint(err, `list transactions with apply {"op":"log"}`)
+			return nil, WithHint(err, `list transactions with read {"op":"log"}`)
 		}
 		return nil, err
 	}
 	if by, err := txn.RevertedBy(dir, st, eng.RecordKey); err == nil && by != "" && !a.Force {
-		return nil, WithHint(fmt.Errorf("transaction %s was already reverted by %s", st.UUID, by), `revert the revert to bring it back: apply {"op":"revert","ref":"`+by+`"}`)
+		return nil, WithHint(fmt.Errorf("transaction %s was already reverted by %s", st.UUID, by), `revert the revert to bring it back: edit_files {"op":"revert","ref":"`+by+`"}`)
 	}
 	changed, err := txn.Changed(dir, st)
 	if err != nil {

@@ -14,7 +14,7 @@ func BenchmarkHeaderCall(b *testing.B) {
 	t := &testing.T{}
 	h := start(t, Jobs{})
 	ctx := context.Background()
-	params := &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "header"}}
+	params := &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"op": "header"}}
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := h.session.CallTool(ctx, params)

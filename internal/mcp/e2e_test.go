@@ -137,7 +137,7 @@ func TestStdioEveryTool(t *testing.T) {
 	}})
 
 	// memory: the project's thread is made on first use and remembered
-	h := mustOK(t, cs, "memory", map[string]any{"op": "header"})
+	h := mustOK(t, cs, "read", map[string]any{"op": "header"})
 	short, _ := h["t"].(string) // the header names its thread by the id's first 8 characters
 	b, err := os.ReadFile(filepath.Join(w.project, ".relaycode", "thread"))
 	thread := strings.TrimSpace(string(b))
@@ -147,7 +147,7 @@ func TestStdioEveryTool(t *testing.T) {
 	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "relay://" + thread + "/state"}); err != nil {
 		t.Fatal(err)
 	}
-	p := mustOK(t, cs, "memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "f1", "key": "mcp", "value": "MCP-FACT"}}}}})
+	p := mustOK(t, cs, "write_memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "f1", "key": "mcp", "value": "MCP-FACT"}}}}})
 	if p["version"] != float64(2) {
 		t.Fatalf("patch: %v", p)
 	}
@@ -159,37 +159,37 @@ func TestStdioEveryTool(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no notifications/resources/updated after the patch")
 	}
-	text, isErr := call(t, cs, "memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/x", "value": 1}}})
+	text, isErr := call(t, cs, "write_memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/x", "value": 1}}})
 	if !isErr || !strings.Contains(text, "current version: 2") || !strings.Contains(text, `"version":2`) {
 		t.Fatalf("stale patch: %v %s", isErr, text)
 	}
-	if st := mustOK(t, cs, "memory", map[string]any{"op": "state"}); !strings.Contains(mustJSON(st), "MCP-FACT") {
+	if st := mustOK(t, cs, "read", map[string]any{"op": "state"}); !strings.Contains(mustJSON(st), "MCP-FACT") {
 		t.Fatalf("state: %v", st)
 	}
 	// the delta since v1: a patch that adds the fact (or the full header when smaller)
-	if d := mustJSON(mustOK(t, cs, "memory", map[string]any{"op": "header", "since": 1})); !strings.Contains(d, "MCP-FACT") {
+	if d := mustJSON(mustOK(t, cs, "read", map[string]any{"op": "header", "since": 1})); !strings.Contains(d, "MCP-FACT") {
 		t.Fatalf("header since 1: %s", d)
 	} else {
 		t.Logf("header since v1: %s", d)
 	}
-	put := mustOK(t, cs, "memory", map[string]any{"op": "put", "content": "retry policy: three attempts with backoff\n", "name": "notes.md", "type": "markdown"})
+	put := mustOK(t, cs, "write_memory", map[string]any{"op": "put", "content": "retry policy: three attempts with backoff\n", "name": "notes.md", "type": "markdown"})
 	ref, _ := put["ref"].(string)
-	g := mustOK(t, cs, "memory", map[string]any{"op": "get", "ref": ref, "offset": 6, "length": 6})
+	g := mustOK(t, cs, "read", map[string]any{"op": "get", "ref": ref, "offset": 6, "length": 6})
 	if g["content"] != "policy" || g["more"] != true {
 		t.Fatalf("get range: %v", g)
 	}
-	if s := mustOK(t, cs, "memory", map[string]any{"op": "search", "query": "backoff"}); !strings.Contains(mustJSON(s), ref) {
+	if s := mustOK(t, cs, "read", map[string]any{"op": "search", "query": "backoff"}); !strings.Contains(mustJSON(s), ref) {
 		t.Fatalf("search: %v", s)
 	}
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("FETCHED-PAGE")) }))
 	defer page.Close()
-	if f := mustOK(t, cs, "memory", map[string]any{"op": "fetch", "url": page.URL + "/doc.txt"}); !strings.Contains(mustJSON(f), "FETCHED-PAGE") {
+	if f := mustOK(t, cs, "fetch", map[string]any{"url": page.URL + "/doc.txt"}); !strings.Contains(mustJSON(f), "FETCHED-PAGE") {
 		t.Fatalf("fetch: %v", f)
 	}
-	if ev := mustOK(t, cs, "memory", map[string]any{"op": "events", "after": 0}); !strings.Contains(mustJSON(ev), "artifact.stored") {
+	if ev := mustOK(t, cs, "read", map[string]any{"op": "events", "after": 0}); !strings.Contains(mustJSON(ev), "artifact.stored") {
 		t.Fatalf("events: %v", ev)
 	}
-	nt := mustOK(t, cs, "memory", map[string]any{"op": "new_thread", "name": "side"})
+	nt := mustOK(t, cs, "write_memory", map[string]any{"op": "new_thread", "name": "side"})
 	if id, _ := nt["thread_id"].(string); id == "" || id == thread {
 		t.Fatalf("new_thread: %v", nt)
 	}
@@ -218,11 +218,11 @@ func TestStdioEveryTool(t *testing.T) {
 	}
 
 	// apply: an edit is a transaction in relay log, and revertable
-	dry := mustOK(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("hi")`, "dry_run": true})
+	dry := mustOK(t, cs, "edit_files", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("hi")`, "dry_run": true})
 	if dry["dry_run"] != true || readFile(t, w, "main.go") != "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n" {
 		t.Fatalf("dry run changed the file or said %v", dry)
 	}
-	ed := mustOK(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("hi")`})
+	ed := mustOK(t, cs, "edit_files", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("hi")`})
 	uuid, _ := ed["uuid"].(string)
 	if !strings.Contains(readFile(t, w, "main.go"), `println("hi")`) || uuid == "" || ed["summary"] != "Edit main.go; committed: 1 file(s) changed, +1 -1" {
 		t.Fatalf("edit: %v", ed)
@@ -230,24 +230,24 @@ func TestStdioEveryTool(t *testing.T) {
 	if out := w.run(t, w.relay, "log", "--json"); !strings.Contains(out, uuid) {
 		t.Fatalf("relay log lacks %s:\n%s", uuid, out)
 	}
-	text, isErr = call(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": "no such text", "new_string": "x"})
+	text, isErr = call(t, cs, "edit_files", map[string]any{"op": "edit", "path": "main.go", "old_string": "no such text", "new_string": "x"})
 	if !isErr || !strings.Contains(text, "Try: ") {
 		t.Fatalf("failed edit: %v %s", isErr, text)
 	}
-	text, isErr = call(t, cs, "apply", map[string]any{"op": "edit", "path": "../outside.go", "old_string": "", "new_string": "x"})
+	text, isErr = call(t, cs, "edit_files", map[string]any{"op": "edit", "path": "../outside.go", "old_string": "", "new_string": "x"})
 	if !isErr || fileExists(filepath.Join(filepath.Dir(w.project), "outside.go")) {
 		t.Fatalf("edit outside the project: %v %s", isErr, text)
 	}
-	lg := mustOK(t, cs, "apply", map[string]any{"op": "log"})
+	lg := mustOK(t, cs, "read", map[string]any{"op": "log"})
 	if !strings.Contains(mustJSON(lg), uuid) {
 		t.Fatalf("log: %v", lg)
 	}
-	rv := mustOK(t, cs, "apply", map[string]any{"op": "revert", "ref": uuid})
+	rv := mustOK(t, cs, "edit_files", map[string]any{"op": "revert", "ref": uuid})
 	if rv["reverted"] != uuid || rv["summary"] != "Revert of "+uuid+"; committed: 1 file(s) changed, +1 -1" || !strings.Contains(readFile(t, w, "main.go"), `println("hello")`) {
 		t.Fatalf("revert: %v", rv)
 	}
 	answer := "```go // hello.go\npackage main\n```\n\n```yaml\nprojectId: \"" + projectID(t, w) + "\"\nuuid: 8e1c1f4e-9b0a-4c55-9f43-4a1b2c3d4e5f\nchangeSummary:\n  - new: hello.go\ngitCommitMsg: add hello\npromptSummary: add hello\n```\n"
-	an := mustOK(t, cs, "apply", map[string]any{"op": "answer", "answer": answer})
+	an := mustOK(t, cs, "edit_files", map[string]any{"op": "answer", "answer": answer})
 	if an["uuid"] != "8e1c1f4e-9b0a-4c55-9f43-4a1b2c3d4e5f" || !fileExists(filepath.Join(w.project, "hello.go")) {
 		t.Fatalf("answer: %v", an)
 	}
@@ -270,19 +270,19 @@ func TestStdioHostileThreadFile(t *testing.T) {
 	}
 	w.write(t, ".relaycode/thread", "../../etc/passwd\n")
 	cs := w.connect(t, nil)
-	text, isErr := call(t, cs, "memory", map[string]any{"op": "header"})
+	text, isErr := call(t, cs, "read", map[string]any{"op": "header"})
 	if !isErr || !strings.Contains(text, "does not hold a thread id") || !strings.Contains(text, "Try: ") {
 		t.Fatalf("hostile thread file: %v %s", isErr, text)
 	}
 	// an explicit thread still works
-	nt := mustOK(t, cs, "memory", map[string]any{"op": "new_thread", "name": "x"})
-	if h := mustOK(t, cs, "memory", map[string]any{"op": "header", "thread": nt["thread_id"]}); h["t"] == "" || !strings.HasPrefix(fmt.Sprint(nt["thread_id"]), fmt.Sprint(h["t"])) {
+	nt := mustOK(t, cs, "write_memory", map[string]any{"op": "new_thread", "name": "x"})
+	if h := mustOK(t, cs, "read", map[string]any{"op": "header", "thread": nt["thread_id"]}); h["t"] == "" || !strings.HasPrefix(fmt.Sprint(nt["thread_id"]), fmt.Sprint(h["t"])) {
 		t.Fatalf("header: %v", h)
 	}
 	// a well-formed id of a thread this daemon never had is replaced by a new one
 	w.write(t, ".relaycode/thread", "0b7a1c52-2a64-4b8e-9c1d-5e6f7a8b9c0d\n")
 	cs2 := w.connect(t, nil)
-	h := mustOK(t, cs2, "memory", map[string]any{"op": "header"})
+	h := mustOK(t, cs2, "read", map[string]any{"op": "header"})
 	if nowID := strings.TrimSpace(readFile(t, w, ".relaycode/thread")); h["t"] == "0b7a1c52" || nowID == "0b7a1c52-2a64-4b8e-9c1d-5e6f7a8b9c0d" || !strings.HasPrefix(nowID, fmt.Sprint(h["t"])) {
 		t.Fatalf("unknown thread id: header %v, file %q", h, readFile(t, w, ".relaycode/thread"))
 	}

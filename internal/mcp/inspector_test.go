@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,9 @@ func TestInspectorCLI(t *testing.T) {
 	var list struct {
 		Tools []struct {
 			Name        string          `json:"name"`
+			Title       string          `json:"title"`
 			InputSchema json.RawMessage `json:"inputSchema"`
+			Annotations map[string]any  `json:"annotations"`
 		} `json:"tools"`
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
@@ -76,15 +79,22 @@ func TestInspectorCLI(t *testing.T) {
 	var names []string
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
+		for _, k := range []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title"} {
+			if _, ok := tl.Annotations[k]; !ok || tl.Title == "" {
+				t.Errorf("%s: title %q, annotations %v: %s missing", tl.Name, tl.Title, tl.Annotations, k)
+			}
+		}
+		t.Logf("inspector: %-12s %-36q %v", tl.Name, tl.Title, tl.Annotations)
 	}
-	if strings.Join(names, ",") != "apply,ask,memory" {
+	if strings.Join(names, ",") != "ask,edit_files,fetch,read,write_memory" {
 		t.Fatalf("tools %v", names)
 	}
 	type result struct {
 		Content []struct {
 			Text string `json:"text"`
 		} `json:"content"`
-		IsError bool `json:"isError"`
+		StructuredContent any  `json:"structuredContent"`
+		IsError           bool `json:"isError"`
 	}
 	callTool := func(tool string, args ...string) result {
 		t.Helper()
@@ -100,25 +110,38 @@ func TestInspectorCLI(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Content) == 0 {
 			t.Fatalf("tools/call %s output: %v\n%s", tool, err, out)
 		}
+		if !r.IsError {
+			var fromText any
+			if err := json.Unmarshal([]byte(r.Content[0].Text), &fromText); err != nil || !reflect.DeepEqual(fromText, r.StructuredContent) {
+				t.Fatalf("%s: structuredContent %v is not the text %s", tool, r.StructuredContent, r.Content[0].Text)
+			}
+		}
 		t.Logf("inspector: %s %v -> isError=%v %s", tool, args, r.IsError, firstN(r.Content[0].Text, 160))
 		return r
 	}
-	if r := callTool("memory", "op=header"); r.IsError || !strings.Contains(r.Content[0].Text, `"t":`) || !strings.Contains(r.Content[0].Text, `"v":1`) {
-		t.Fatalf("memory header: %+v", r)
+	if r := callTool("read", "op=header"); r.IsError || !strings.Contains(r.Content[0].Text, `"t":`) || !strings.Contains(r.Content[0].Text, `"v":1`) {
+		t.Fatalf("read header: %+v", r)
 	}
-	if r := callTool("memory", "op=put", "content=inspected", "name=i.txt"); r.IsError || !strings.Contains(r.Content[0].Text, `"ref"`) {
-		t.Fatalf("memory put: %+v", r)
+	if r := callTool("write_memory", "op=put", "content=inspected", "name=i.txt"); r.IsError || !strings.Contains(r.Content[0].Text, `"ref"`) {
+		t.Fatalf("write_memory put: %+v", r)
 	}
-	if r := callTool("apply", "op=edit", "path=main.go", `old_string=println("hello")`, `new_string=println("inspected")`); r.IsError || !strings.Contains(r.Content[0].Text, `"uuid"`) {
-		t.Fatalf("apply edit: %+v", r)
+	if r := callTool("read", "op=search", "query=inspected"); r.IsError || !strings.Contains(r.Content[0].Text, "i.txt") {
+		t.Fatalf("read search: %+v", r)
 	}
-	if r := callTool("apply", "op=log"); r.IsError || !strings.Contains(r.Content[0].Text, "Edit main.go") {
-		t.Fatalf("apply log: %+v", r)
+	if r := callTool("edit_files", "op=edit", "path=main.go", `old_string=println("hello")`, `new_string=println("inspected")`); r.IsError || !strings.Contains(r.Content[0].Text, `"uuid"`) {
+		t.Fatalf("edit_files edit: %+v", r)
+	}
+	if r := callTool("read", "op=log"); r.IsError || !strings.Contains(r.Content[0].Text, "Edit main.go") {
+		t.Fatalf("read log: %+v", r)
+	}
+	// the fetch stand-in is the daemon's own /health (RELAY_FETCH_ALLOW lets loopback through)
+	if r := callTool("fetch", "url="+w.daemonURL(t)+"/health"); r.IsError || !strings.Contains(r.Content[0].Text, `"artifact_ref"`) {
+		t.Fatalf("fetch: %+v", r)
 	}
 	if r := callTool("ask", "prompt=second opinion?"); r.IsError || !strings.Contains(r.Content[0].Text, "FRIEND-SAYS-LGTM") {
 		t.Fatalf("ask: %+v", r)
 	}
-	if r := callTool("memory", "op=nope"); !r.IsError || !strings.Contains(r.Content[0].Text, "Try: ") {
+	if r := callTool("read", "op=nope"); !r.IsError || !strings.Contains(r.Content[0].Text, "Try: ") {
 		t.Fatalf("a bad op is not an error result with a hint: %+v", r)
 	}
 	out, err = w.inspect(t, bin, "--method", "resources/list")
@@ -132,4 +155,16 @@ func firstN(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// daemonURL is the URL of the daemon relay mcp started for this world.
+func (w *world) daemonURL(t *testing.T) string {
+	t.Helper()
+	var st struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal([]byte(w.run(t, w.relay, "status", "--json")), &st); err != nil || st.URL == "" {
+		t.Fatalf("relay status --json: %v", err)
+	}
+	return st.URL
 }

@@ -19,14 +19,14 @@ var prompts = []struct{ name, desc, text string }{
 - If it starts with "to:" followed by comma-separated names, pass them as "to"; otherwise leave "to" out.
 - If it mentions the diff or a review of the current change, set "diff": true.
 - Send the rest as "prompt", with the context the friend needs in "context".
-- If an answer comes back as a ref with a preview, read what you need with the memory tool (op "get") instead of asking again.
+- If an answer comes back as a ref with a preview, read what you need with the read tool (op "get") instead of asking again.
 
 Then report each friend's answer, noting where they agree and disagree.`},
 	{"relay-apply", "Make a change as a logged, revertable relay transaction (or: revert [uuid], log)",
-		`Use the relay ` + "`apply`" + ` tool for: {{request}}
+		`Use the relay ` + "`edit_files`" + ` tool for: {{request}}
 
-- "log": call apply with op "log" and list the transactions.
-- "revert" (optionally a uuid or index): call apply with op "revert" and "ref".
+- "log": call the read tool with op "log" and list the transactions.
+- "revert" (optionally a uuid or index): call edit_files with op "revert" and "ref".
 - Otherwise make the change with op "edit" (path, old_string copied exactly from the file, new_string), one call per edit; use "dry_run": true first when unsure.
 
 Report each transaction uuid so the user can undo it.`},

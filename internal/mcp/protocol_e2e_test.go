@@ -116,7 +116,7 @@ func TestProjectThreadTakesTheNextFreeName(t *testing.T) {
 	w.run(t, w.relay, "up")
 	mine := strings.TrimSpace(w.run(t, w.relay, "thread", "new", "--name", name))
 	cs := w.connect(t, nil)
-	mustOK(t, cs, "memory", map[string]any{"op": "header"})
+	mustOK(t, cs, "read", map[string]any{"op": "header"})
 	project := strings.TrimSpace(readFile(t, w, ".relaycode/thread"))
 	if project == mine {
 		t.Fatal("relay mcp took the user's thread as the project's")

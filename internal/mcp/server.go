@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relaydev/relay/internal/tokens"
 )
 
 // Memory is what the server needs from the memory daemon. Results are the
@@ -150,9 +152,12 @@ const (
 	// LongAnswer is the answer size above which ask stores it as an artifact.
 	LongAnswer   = 8 << 10
 	previewBytes = 1200
-	// defaultRead and maxRead bound memory op=get.
+	// defaultRead and maxRead bound read op=get: a page stays within the result budget.
 	defaultRead = 16 << 10
-	maxRead     = 256 << 10
+	maxRead     = 24 << 10
+	// ResultBudget is the largest result returned inline: about 8k tokens at
+	// tokens.Estimate's 4 bytes a token. Larger ones are stored and paged.
+	ResultBudget = 32 << 10
 )
 
 // Server is relay's MCP server.
@@ -169,17 +174,19 @@ type Server struct {
 // New builds the server.
 func New(jobs Jobs) *Server {
 	s := &Server{jobs: jobs, watched: map[string]bool{}, known: map[string]bool{}, ctx: context.Background()}
-	s.srv = sdk.NewServer(&sdk.Implementation{Name: "relay", Version: jobs.Version}, &sdk.ServerOptions{
-		Instructions:     "relay: ask other agent CLIs, apply file changes as revertable transactions, and keep shared memory by reference.",
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: "relay", Title: "relay", Version: jobs.Version}, &sdk.ServerOptions{
+		Instructions:     Instructions,
 		SubscribeHandler: s.subscribe,
 		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error {
 			return nil
 		},
 		Capabilities: &sdk.ServerCapabilities{},
 	})
-	s.srv.AddTool(&sdk.Tool{Name: "ask", Description: askDescription, InputSchema: askSchema(jobs.Backends)}, s.handleAsk)
-	s.srv.AddTool(&sdk.Tool{Name: "apply", Description: applyDescription, InputSchema: applySchema}, s.handleApply)
-	s.srv.AddTool(&sdk.Tool{Name: "memory", Description: memoryDescription, InputSchema: memorySchema()}, s.handleMemory)
+	handlers := map[string]sdk.ToolHandler{ToolRead: s.handleRead, ToolWriteMemory: s.handleWriteMemory,
+		ToolEditFiles: s.handleEditFiles, ToolFetch: s.handleFetch, ToolAsk: s.handleAsk}
+	for _, t := range tools(jobs.Backends) {
+		s.srv.AddTool(t, handlers[t.Name])
+	}
 	s.addPrompts()
 	s.srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		Name: "artifact", URITemplate: "relay://{thread}/artifacts/{ref}",
@@ -250,32 +257,76 @@ func decodeArgs(raw json.RawMessage, v any, tool string) error {
 	return nil
 }
 
-func textResult(v any) *sdk.CallToolResult {
-	var text string
+// toJSON is a result as compact JSON; structured content must be an object, so anything
+// else (a bare string or list) is wrapped as {"result": …}.
+func toJSON(v any) []byte {
+	var b []byte
 	switch x := v.(type) {
-	case string:
-		text = x
 	case json.RawMessage:
 		var buf bytes.Buffer
 		if json.Compact(&buf, x) == nil {
-			text = buf.String()
-		} else {
-			text = string(x)
+			b = buf.Bytes()
 		}
 	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			text = fmt.Sprint(v)
-		} else {
-			text = string(b)
+		b, _ = json.Marshal(v)
+	}
+	if len(b) == 0 || b[0] != '{' {
+		if len(b) == 0 || !json.Valid(b) {
+			b, _ = json.Marshal(fmt.Sprint(v))
+		}
+		b, _ = json.Marshal(map[string]json.RawMessage{"result": b})
+	}
+	return b
+}
+
+// result is what every tool returns: the JSON as structuredContent (Claude Code gives the
+// model only that part) and the same JSON as text (what other hosts read). A result over
+// ResultBudget is stored as an artifact and returned as ref + preview + how to page.
+func (s *Server) result(ctx context.Context, tool string, v any) *sdk.CallToolResult {
+	b := toJSON(v)
+	if _, paged := v.(getResult); len(b) > ResultBudget && !paged {
+		if stored, ok := s.storeLarge(ctx, tool, b); ok {
+			b = stored
 		}
 	}
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
+}
+
+// storeLarge keeps a large result in the session's thread and returns what replaces it;
+// without memory the whole result is returned (never cut silently).
+func (s *Server) storeLarge(ctx context.Context, tool string, b []byte) ([]byte, bool) {
+	if s.jobs.Memory == nil {
+		return nil, false
+	}
+	id, err := s.thread(ctx, "")
+	if err != nil {
+		return nil, false
+	}
+	raw, err := s.jobs.Memory.Put(ctx, id, NewArtifact{Name: "result-" + tool + ".json", Type: "json", Content: string(b), CreatedBy: "relay-mcp/" + tool})
+	if err != nil {
+		return nil, false
+	}
+	var stored struct {
+		Ref string `json:"ref"`
+	}
+	if json.Unmarshal(raw, &stored) != nil || stored.Ref == "" {
+		return nil, false
+	}
+	out, _ := json.Marshal(map[string]any{
+		"stored":   true,
+		"reason":   fmt.Sprintf("the result is %d bytes, over the %d-byte budget (about %d tokens)", len(b), ResultBudget, tokens.Estimate(ResultBudget)),
+		"ref":      stored.Ref,
+		"thread":   id,
+		"bytes":    len(b),
+		"preview":  head(string(b), previewBytes),
+		"continue": fmt.Sprintf(`read {"op":"get","ref":%q,"offset":0,"length":%d}, then the next offset while "more" is true`, stored.Ref, defaultRead),
+	})
+	return out, true
 }
 
 // guard turns a panic in a job into a tool error: one bad call must never
 // take the server (and the host's session) down.
-func (s *Server) guard(fn func() (any, error)) (res *sdk.CallToolResult) {
+func (s *Server) guard(ctx context.Context, tool string, fn func() (any, error)) (res *sdk.CallToolResult) {
 	defer func() {
 		if r := recover(); r != nil {
 			res = s.toolError(fmt.Errorf("internal error: %v", r))
@@ -285,7 +336,7 @@ func (s *Server) guard(fn func() (any, error)) (res *sdk.CallToolResult) {
 	if err != nil {
 		return s.toolError(err)
 	}
-	return textResult(v)
+	return s.result(ctx, tool, v)
 }
 
 func (s *Server) thread(ctx context.Context, arg string) (string, error) {
@@ -310,7 +361,7 @@ func (s *Server) thread(ctx context.Context, arg string) (string, error) {
 }
 
 func (s *Server) handleAsk(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	return s.guard(func() (any, error) {
+	return s.guard(ctx, ToolAsk, func() (any, error) {
 		var a AskArgs
 		if err := decodeArgs(req.Params.Arguments, &a, "ask"); err != nil {
 			return nil, err
@@ -331,7 +382,7 @@ func (s *Server) handleAsk(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		if len(answers) == 1 && answers[0].Error != "" {
 			return nil, &ArgError{Msg: answers[0].Error, Hint: answers[0].Hint}
 		}
-		return answers, nil
+		return map[string]any{"answers": answers}, nil
 	}), nil
 }
 
@@ -371,42 +422,126 @@ func head(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-func (s *Server) handleApply(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	return s.guard(func() (any, error) {
-		var a ApplyArgs
-		if err := decodeArgs(req.Params.Arguments, &a, "apply"); err != nil {
+// ReadArgs are the read tool's arguments.
+type ReadArgs struct {
+	Op      string `json:"op"`
+	Thread  string `json:"thread"`
+	Since   int    `json:"since"`
+	Version int    `json:"version"`
+	Ref     string `json:"ref"`
+	Offset  int64  `json:"offset"`
+	Length  int64  `json:"length"`
+	Query   string `json:"query"`
+	Type    string `json:"type"`
+	After   int64  `json:"after"`
+	Limit   int    `json:"limit"`
+}
+
+// WriteArgs are the write_memory tool's arguments.
+type WriteArgs struct {
+	Op      string          `json:"op"`
+	Thread  string          `json:"thread"`
+	Name    string          `json:"name"`
+	Version int             `json:"version"`
+	Patch   json.RawMessage `json:"patch"`
+	Content *string         `json:"content"`
+	Type    string          `json:"type"`
+}
+
+// EditArgs are the edit_files tool's arguments.
+type EditArgs struct {
+	Op         string `json:"op"`
+	Path       string `json:"path"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+	Answer     string `json:"answer"`
+	Format     string `json:"format"`
+	Ref        string `json:"ref"`
+	Force      bool   `json:"force"`
+	DryRun     bool   `json:"dry_run"`
+}
+
+// FetchArgs are the fetch tool's arguments.
+type FetchArgs struct {
+	URL    string `json:"url"`
+	Thread string `json:"thread"`
+}
+
+func (s *Server) handleRead(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return s.guard(ctx, ToolRead, func() (any, error) {
+		var a ReadArgs
+		if err := decodeArgs(req.Params.Arguments, &a, ToolRead); err != nil {
 			return nil, err
 		}
 		switch a.Op {
+		case "log":
+			if s.jobs.Apply == nil {
+				return nil, errors.New("the change log is not available in this session (no project)")
+			}
+			return s.jobs.Apply(ctx, ApplyArgs{Op: "log", Limit: a.Limit})
+		case "header", "state", "get", "search", "events":
+		default:
+			return nil, argErr("op is one of: header, state, get, search, events, log", "unknown read op %q", a.Op)
+		}
+		return s.memory(ctx, MemoryArgs{Op: a.Op, Thread: a.Thread, Since: a.Since, Version: a.Version, Ref: a.Ref,
+			Offset: a.Offset, Length: a.Length, Query: a.Query, Type: a.Type, After: a.After, Limit: a.Limit})
+	}), nil
+}
+
+func (s *Server) handleWriteMemory(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return s.guard(ctx, ToolWriteMemory, func() (any, error) {
+		var a WriteArgs
+		if err := decodeArgs(req.Params.Arguments, &a, ToolWriteMemory); err != nil {
+			return nil, err
+		}
+		switch a.Op {
+		case "new_thread", "patch", "put":
+		default:
+			return nil, argErr("op is one of: new_thread, patch, put", "unknown write_memory op %q", a.Op)
+		}
+		return s.memory(ctx, MemoryArgs{Op: a.Op, Thread: a.Thread, Name: a.Name, Version: a.Version, Patch: a.Patch, Content: a.Content, Type: a.Type})
+	}), nil
+}
+
+func (s *Server) handleFetch(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return s.guard(ctx, ToolFetch, func() (any, error) {
+		var a FetchArgs
+		if err := decodeArgs(req.Params.Arguments, &a, ToolFetch); err != nil {
+			return nil, err
+		}
+		return s.memory(ctx, MemoryArgs{Op: "fetch", URL: a.URL, Thread: a.Thread})
+	}), nil
+}
+
+func (s *Server) handleEditFiles(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return s.guard(ctx, ToolEditFiles, func() (any, error) {
+		var e EditArgs
+		if err := decodeArgs(req.Params.Arguments, &e, ToolEditFiles); err != nil {
+			return nil, err
+		}
+		a := ApplyArgs{Op: e.Op, Answer: e.Answer, Format: e.Format, Path: e.Path, OldString: e.OldString, NewString: e.NewString,
+			ReplaceAll: e.ReplaceAll, DryRun: e.DryRun, Ref: e.Ref, Force: e.Force}
+		switch a.Op {
 		case "answer":
 			if strings.TrimSpace(a.Answer) == "" {
-				return nil, argErr(`apply {"op":"answer","answer":"<the whole relay-format answer>","dry_run":true}`, "op=answer needs answer")
+				return nil, argErr(`edit_files {"op":"answer","answer":"<the whole relay-format answer>","dry_run":true}`, "op=answer needs answer")
 			}
 		case "edit":
 			if a.Path == "" {
-				return nil, argErr(`apply {"op":"edit","path":"main.go","old_string":"…","new_string":"…"}`, "op=edit needs path")
+				return nil, argErr(`edit_files {"op":"edit","path":"main.go","old_string":"…","new_string":"…"}`, "op=edit needs path")
 			}
 			if a.OldString == a.NewString {
 				return nil, argErr("pass the text to replace and its replacement", "old_string and new_string are the same: nothing would change")
 			}
-		case "revert", "log":
+		case "revert":
 		default:
-			return nil, argErr("op is one of: answer, edit, revert, log", "unknown apply op %q", a.Op)
+			return nil, argErr("op is one of: edit, answer, revert (the log is read op=log)", "unknown edit_files op %q", a.Op)
 		}
 		if s.jobs.Apply == nil {
-			return nil, errors.New("apply is not available in this session")
+			return nil, errors.New("file changes are not available in this session")
 		}
 		return s.jobs.Apply(ctx, a)
-	}), nil
-}
-
-func (s *Server) handleMemory(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	return s.guard(func() (any, error) {
-		var a MemoryArgs
-		if err := decodeArgs(req.Params.Arguments, &a, "memory"); err != nil {
-			return nil, err
-		}
-		return s.memory(ctx, a)
 	}), nil
 }
 
@@ -428,33 +563,33 @@ func (s *Server) memory(ctx context.Context, a MemoryArgs) (any, error) {
 		return raw, err
 	}
 	known := false
-	for _, op := range memoryOps {
+	for _, op := range []string{"header", "state", "patch", "put", "get", "search", "fetch", "events"} {
 		known = known || op == a.Op
 	}
 	if !known {
-		return nil, argErr("op is one of: "+opList(memoryOps), "unknown memory op %q", a.Op)
+		return nil, argErr("see the tool's op list", "unknown op %q", a.Op)
 	}
 	// arguments are checked before a thread is made for them
 	switch a.Op {
 	case "patch":
 		if len(bytes.TrimSpace(a.Patch)) == 0 || a.Patch[0] != '[' {
-			return nil, argErr(`memory {"op":"patch","patch":[{"op":"add","path":"/todo","value":"…"}],"version":3}`, "op=patch needs patch: an array of RFC 6902 operations")
+			return nil, argErr(`write_memory {"op":"patch","patch":[{"op":"add","path":"/todo","value":"…"}],"version":3}`, "op=patch needs patch: an array of RFC 6902 operations")
 		}
 	case "put":
 		if a.Content == nil {
-			return nil, argErr(`memory {"op":"put","content":"…","name":"notes.md","type":"markdown"}`, "op=put needs content")
+			return nil, argErr(`write_memory {"op":"put","content":"…","name":"notes.md","type":"markdown"}`, "op=put needs content")
 		}
 	case "get":
 		if a.Ref == "" {
-			return nil, argErr(`memory {"op":"get","ref":"<ref from put, search or header>"}`, "op=get needs ref")
+			return nil, argErr(`read {"op":"get","ref":"<ref from put, search or header>"}`, "op=get needs ref")
 		}
 	case "search":
 		if strings.TrimSpace(a.Query) == "" {
-			return nil, argErr(`memory {"op":"search","query":"retry policy"}`, "op=search needs query")
+			return nil, argErr(`read {"op":"search","query":"retry policy"}`, "op=search needs query")
 		}
 	case "fetch":
 		if a.URL == "" {
-			return nil, argErr(`memory {"op":"fetch","url":"https://…"}`, "op=fetch needs url")
+			return nil, argErr(`fetch {"url":"https://…"}`, "op=fetch needs url")
 		}
 	}
 	id, err := s.thread(ctx, a.Thread)
@@ -532,6 +667,11 @@ func (s *Server) get(ctx context.Context, thread string, a MemoryArgs) (any, err
 	if meta.Type != "binary" && a.Offset+int64(len(b)) < meta.Size {
 		b = trimPartialRune(b) // the next read starts on the cut rune
 	}
+	// escaping can make a page of JSON or control characters several times longer: shrink it
+	// until the page, encoded, fits the result budget
+	for len(b) > 1024 && encodedLen(b) > ResultBudget-1024 {
+		b = trimPartialRune(b[:len(b)*3/4])
+	}
 	r := getResult{Ref: meta.Ref, Name: meta.Name, Type: meta.Type, Size: meta.Size, Offset: a.Offset, Length: len(b),
 		More: a.Offset+int64(len(b)) < meta.Size}
 	if meta.Type == "binary" || !utf8.Valid(b) {
@@ -540,6 +680,15 @@ func (s *Server) get(ctx context.Context, thread string, a MemoryArgs) (any, err
 		r.Content = string(b)
 	}
 	return r, nil
+}
+
+// encodedLen is how long b is in a result: a JSON string, or base64 when it is not text.
+func encodedLen(b []byte) int {
+	if !utf8.Valid(b) {
+		return (len(b) + 2) / 3 * 4
+	}
+	e, _ := json.Marshal(string(b))
+	return len(e)
 }
 
 // trimPartialRune drops an incomplete UTF-8 sequence at the end of b.

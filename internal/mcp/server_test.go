@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -169,18 +171,23 @@ func (h *harness) call(t *testing.T, tool string, args map[string]any) (string, 
 	return b.String(), res.IsError
 }
 
-// TestToolsBudget: every host pays for tools/list in every session.
-func TestToolsBudget(t *testing.T) {
-	const budget = 2500
-	h := start(t, Jobs{})
+// TestToolListBudget: every host pays for tools/list in every session; the whole list
+// (names, titles, descriptions, schemas, annotations) stays under 1,500 o200k tokens.
+func TestToolListBudget(t *testing.T) {
+	const budget = 1500
+	h := start(t, Jobs{Backends: []string{"claude", "codex", "gemini", "ollama", "opencode", "qwen"}})
 	res, err := h.session.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 3 {
-		t.Fatalf("got %d tools, want ask, apply, memory", len(res.Tools))
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
 	}
-	b, err := json.Marshal(res.Tools)
+	if strings.Join(names, ",") != "ask,edit_files,fetch,read,write_memory" {
+		t.Fatalf("tools %v", names)
+	}
+	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +199,116 @@ func TestToolsBudget(t *testing.T) {
 	t.Logf("tools/list: %d tools, %d bytes, %d o200k tokens (budget %d)", len(res.Tools), len(b), n, budget)
 	for _, tool := range res.Tools {
 		tb, _ := json.Marshal(tool)
-		t.Logf("  %-6s %4d tokens", tool.Name, c.Count(tb))
+		t.Logf("  %-12s %4d tokens", tool.Name, c.Count(tb))
 	}
 	if n > budget {
 		t.Fatalf("tools/list costs %d o200k tokens, over the %d budget", n, budget)
 	}
+}
+
+// Every tool has a title and one honest annotation profile: reads are read-only, file
+// changes destructive, fetch and ask reach the open world.
+func TestToolAnnotations(t *testing.T) {
+	h := start(t, Jobs{})
+	res, err := h.session.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type profile struct{ readOnly, destructive, idempotent, openWorld bool }
+	want := map[string]profile{
+		"read":         {readOnly: true, idempotent: true},
+		"write_memory": {},
+		"edit_files":   {destructive: true},
+		"fetch":        {openWorld: true},
+		"ask":          {destructive: true, openWorld: true},
+	}
+	for _, tl := range res.Tools {
+		a := tl.Annotations
+		if a == nil || tl.Title == "" || a.Title != tl.Title || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+			t.Fatalf("%s: title %q, annotations %+v: want a title and every hint set", tl.Name, tl.Title, a)
+		}
+		got := profile{a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, *a.OpenWorldHint}
+		if got != want[tl.Name] {
+			t.Errorf("%s: annotations %+v, want %+v", tl.Name, got, want[tl.Name])
+		}
+		if tl.OutputSchema == nil {
+			t.Errorf("%s has no outputSchema", tl.Name)
+		}
+		if slices.Contains(ReadOnlyTools, tl.Name) != a.ReadOnlyHint || slices.Contains(WriteTools, tl.Name) == a.ReadOnlyHint {
+			t.Errorf("%s: ReadOnlyTools/WriteTools disagree with its readOnlyHint", tl.Name)
+		}
+	}
+	if h.session.InitializeResult().Instructions != Instructions || !strings.Contains(Instructions, "edit_files") {
+		t.Fatalf("instructions: %q", h.session.InitializeResult().Instructions)
+	}
+	if strings.Contains(editDescription, "revertable transaction") == false {
+		t.Fatal("edit_files must say every change is a logged, revertable transaction")
+	}
+}
+
+// Every result is structuredContent (an object) and the same JSON as text.
+func TestStructuredContentEqualsText(t *testing.T) {
+	h := start(t, Jobs{Ask: func(ctx context.Context, a AskArgs) ([]Answer, error) {
+		return []Answer{{Backend: "codex", Answer: "ok"}}, nil
+	}})
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read", map[string]any{"op": "header"}},
+		{"write_memory", map[string]any{"op": "put", "content": "x"}},
+		{"fetch", map[string]any{"url": "https://example.com/"}},
+		{"ask", map[string]any{"prompt": "q"}},
+	} {
+		res, err := h.session.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil || res.IsError || len(res.Content) != 1 {
+			t.Fatalf("%s: %v %+v", c.tool, err, res)
+		}
+		sc, _ := json.Marshal(res.StructuredContent)
+		text := res.Content[0].(*sdk.TextContent).Text
+		var fromText any
+		if json.Unmarshal([]byte(text), &fromText) != nil || !strings.HasPrefix(text, "{") || !reflect.DeepEqual(fromText, res.StructuredContent) {
+			t.Errorf("%s: structuredContent %s, text %s", c.tool, sc, text)
+		}
+	}
+}
+
+// A result over the budget is stored and returned as ref + preview + how to page.
+func TestLargeResultIsStoredAndPaged(t *testing.T) {
+	mem := newFakeMemory()
+	big := strings.Repeat(`{"id":"f","key":"k","value":"v"},`, 2000)
+	h := start(t, Jobs{Memory: &bigState{fakeMemory: mem, doc: `{"facts":[` + big + `{}]}`}})
+	text, isErr := h.call(t, "read", map[string]any{"op": "state"})
+	if isErr {
+		t.Fatal(text)
+	}
+	var r struct {
+		Stored   bool   `json:"stored"`
+		Ref      string `json:"ref"`
+		Bytes    int    `json:"bytes"`
+		Preview  string `json:"preview"`
+		Continue string `json:"continue"`
+	}
+	if err := json.Unmarshal([]byte(text), &r); err != nil || !r.Stored || r.Ref == "" || r.Bytes <= ResultBudget || len(r.Preview) > previewBytes || !strings.Contains(r.Continue, `"op":"get"`) {
+		t.Fatalf("large result: %v %s", err, text)
+	}
+	if len(text) > ResultBudget {
+		t.Fatalf("the stand-in is %d bytes", len(text))
+	}
+	page, _ := h.call(t, "read", map[string]any{"op": "get", "ref": r.Ref, "length": 1 << 20})
+	var g getResult
+	if err := json.Unmarshal([]byte(page), &g); err != nil || g.Length == 0 || g.Length > maxRead || !g.More || len(page) > ResultBudget {
+		t.Fatalf("a page: %v, %d bytes, length %d more %v", err, len(page), g.Length, g.More)
+	}
+}
+
+type bigState struct {
+	*fakeMemory
+	doc string
+}
+
+func (b *bigState) State(ctx context.Context, thread string, version int) (json.RawMessage, error) {
+	return json.RawMessage(b.doc), nil
 }
 
 func TestToolErrorsAreResults(t *testing.T) {
@@ -212,18 +324,22 @@ func TestToolErrorsAreResults(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"memory", map[string]any{"op": "nope"}, `unknown memory op "nope"`},
-		{"memory", map[string]any{"op": "header", "bogus": 1}, `unknown field "bogus"`},
-		{"memory", map[string]any{"op": "patch"}, "op=patch needs patch"},
-		{"memory", map[string]any{"op": "put"}, "op=put needs content"},
-		{"memory", map[string]any{"op": "get"}, "op=get needs ref"},
-		{"memory", map[string]any{"op": "get", "ref": "zz"}, "artifact not found"},
-		{"memory", map[string]any{"op": "header", "thread": "missing"}, "Try: omit thread"},
-		{"memory", map[string]any{"op": "patch", "patch": []any{}, "version": 7}, "current version: 1"},
-		{"apply", map[string]any{"op": "edit"}, "op=edit needs path"},
-		{"apply", map[string]any{"op": "fly"}, `unknown apply op "fly"`},
+		{"read", map[string]any{"op": "nope"}, `unknown read op "nope"`},
+		{"read", map[string]any{"op": "put", "content": "x"}, `unknown field "content"`},
+		{"write_memory", map[string]any{"op": "header"}, `unknown write_memory op "header"`},
+		{"fetch", map[string]any{}, "needs url"},
+		{"read", map[string]any{"op": "header", "bogus": 1}, `unknown field "bogus"`},
+		{"write_memory", map[string]any{"op": "patch"}, "op=patch needs patch"},
+		{"write_memory", map[string]any{"op": "put"}, "op=put needs content"},
+		{"read", map[string]any{"op": "get"}, "op=get needs ref"},
+		{"read", map[string]any{"op": "get", "ref": "zz"}, "artifact not found"},
+		{"read", map[string]any{"op": "header", "thread": "missing"}, "Try: omit thread"},
+		{"write_memory", map[string]any{"op": "patch", "patch": []any{}, "version": 7}, "current version: 1"},
+		{"edit_files", map[string]any{"op": "edit"}, "op=edit needs path"},
+		{"edit_files", map[string]any{"op": "fly"}, `unknown edit_files op "fly"`},
 		{"ask", map[string]any{"prompt": " "}, "prompt is empty"},
-		{"apply", map[string]any{"op": "log"}, "apply is not available"},
+		{"read", map[string]any{"op": "log"}, "the change log is not available"},
+		{"edit_files", map[string]any{"op": "revert"}, "file changes are not available"},
 	}
 	for _, c := range cases {
 		text, isErr := h.call(t, c.tool, c.args)
@@ -232,37 +348,37 @@ func TestToolErrorsAreResults(t *testing.T) {
 		}
 	}
 	// the session survived every one of them
-	if text, isErr := h.call(t, "memory", map[string]any{"op": "header"}); isErr || !strings.Contains(text, testThread) {
+	if text, isErr := h.call(t, "read", map[string]any{"op": "header"}); isErr || !strings.Contains(text, testThread) {
 		t.Fatalf("after the errors: %v %s", isErr, text)
 	}
 }
 
 func TestPanicIsAResult(t *testing.T) {
 	h := start(t, Jobs{Apply: func(ctx context.Context, a ApplyArgs) (any, error) { panic("boom") }})
-	text, isErr := h.call(t, "apply", map[string]any{"op": "log"})
+	text, isErr := h.call(t, "read", map[string]any{"op": "log"})
 	if !isErr || !strings.Contains(text, "internal error: boom") {
 		t.Fatalf("got %v %q", isErr, text)
 	}
-	if _, isErr := h.call(t, "memory", map[string]any{"op": "header"}); isErr {
+	if _, isErr := h.call(t, "read", map[string]any{"op": "header"}); isErr {
 		t.Fatal("the server did not survive a panicking job")
 	}
 }
 
 func TestMemoryOps(t *testing.T) {
 	h := start(t, Jobs{})
-	if text, _ := h.call(t, "memory", map[string]any{"op": "header", "since": 4}); !strings.Contains(text, `"version":1`) || h.mem.sinceSeen != 4 {
+	if text, _ := h.call(t, "read", map[string]any{"op": "header", "since": 4}); !strings.Contains(text, `"version":1`) || h.mem.sinceSeen != 4 {
 		t.Fatalf("header since: %s (since seen %d)", text, h.mem.sinceSeen)
 	}
-	if text, isErr := h.call(t, "memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/x", "value": 1}}}); isErr || text != `{"version":2}` {
+	if text, isErr := h.call(t, "write_memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/x", "value": 1}}}); isErr || text != `{"version":2}` {
 		t.Fatalf("patch: %v %s", isErr, text)
 	}
 	content := strings.Repeat("é", 10) // 20 bytes, two per rune
-	text, isErr := h.call(t, "memory", map[string]any{"op": "put", "content": content, "name": "n.txt"})
+	text, isErr := h.call(t, "write_memory", map[string]any{"op": "put", "content": content, "name": "n.txt"})
 	if isErr || text != `{"ref":"a1"}` {
 		t.Fatalf("put: %v %s", isErr, text)
 	}
 	// a range that cuts a rune ends before it, so the next offset is exact
-	text, _ = h.call(t, "memory", map[string]any{"op": "get", "ref": "a1", "offset": 2, "length": 5})
+	text, _ = h.call(t, "read", map[string]any{"op": "get", "ref": "a1", "offset": 2, "length": 5})
 	var g getResult
 	if err := json.Unmarshal([]byte(text), &g); err != nil {
 		t.Fatal(err, text)
@@ -270,9 +386,9 @@ func TestMemoryOps(t *testing.T) {
 	if g.Content != "éé" || g.Length != 4 || !g.More || g.Size != 20 {
 		t.Fatalf("get range: %+v", g)
 	}
-	h.call(t, "memory", map[string]any{"op": "search", "query": "retry", "limit": 500})
-	h.call(t, "memory", map[string]any{"op": "fetch", "url": "https://example.com/"})
-	h.call(t, "memory", map[string]any{"op": "events", "after": 9})
+	h.call(t, "read", map[string]any{"op": "search", "query": "retry", "limit": 500})
+	h.call(t, "fetch", map[string]any{"url": "https://example.com/"})
+	h.call(t, "read", map[string]any{"op": "events", "after": 9})
 	want := []string{`retrieval.search {"limit":50,"query":"retry"}`, `http.fetch {"url":"https://example.com/"}`, "events 9 50"}
 	if strings.Join(h.mem.calls, "|") != strings.Join(want, "|") {
 		t.Fatalf("calls %q, want %q", h.mem.calls, want)
@@ -288,10 +404,11 @@ func TestLongAnswerBecomesRef(t *testing.T) {
 	if isErr {
 		t.Fatal(text)
 	}
-	var answers []Answer
-	if err := json.Unmarshal([]byte(text), &answers); err != nil {
+	var res struct{ Answers []Answer }
+	if err := json.Unmarshal([]byte(text), &res); err != nil {
 		t.Fatal(err)
 	}
+	answers := res.Answers
 	if answers[0].Ref != "a1" || answers[0].Answer != "" || answers[0].Bytes != len(long) || len(answers[0].Preview) > previewBytes {
 		t.Fatalf("long answer: %+v", answers[0])
 	}
@@ -309,7 +426,7 @@ func TestResources(t *testing.T) {
 	if err := h.session.Subscribe(ctx, &sdk.SubscribeParams{URI: StateURI(testThread)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, isErr := h.call(t, "memory", map[string]any{"op": "put", "content": "hello", "name": "hello.txt"}); isErr {
+	if _, isErr := h.call(t, "write_memory", map[string]any{"op": "put", "content": "hello", "name": "hello.txt"}); isErr {
 		t.Fatal("put failed")
 	}
 	// the artifact shows up in resources/list once the event stream reports it

@@ -108,8 +108,8 @@ func TestStdioWaitsForACallRunningAtEOF(t *testing.T) {
 func TestStdioTooLargeCallIsAnErrorResult(t *testing.T) {
 	big := strings.Repeat("x", 5000)
 	cases := map[string]string{
-		"id first": `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"apply","arguments":{"new_string":"` + big + `"}}}`,
-		"id last":  `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"apply","arguments":{"new_string":"` + big + `","x":{"id":9}}},"id":3}`,
+		"id first": `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"edit_files","arguments":{"new_string":"` + big + `"}}}`,
+		"id last":  `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"edit_files","arguments":{"new_string":"` + big + `","x":{"id":9}}},"id":3}`,
 		"escapes":  `{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"s":"\"id\":4,\\"}},"id":3,"x":"` + big + `"}`,
 	}
 	for name, call := range cases {

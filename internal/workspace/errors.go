@@ -150,7 +150,7 @@ func Explain(err error, p Principal) (message, hint string) {
 		return message, answerHint(ans, p)
 	case errors.As(err, &rev):
 		if p == Agent {
-			return message, `revert the revert to bring it back: apply {"op":"revert","ref":"` + rev.By + `"}`
+			return message, `revert the revert to bring it back: edit_files {"op":"revert","ref":"` + rev.By + `"}`
 		}
 		return message, "relay revert " + rev.By + "   (to bring the change back)"
 	case errors.As(err, &chg):
@@ -160,7 +160,7 @@ func Explain(err error, p Principal) (message, hint string) {
 		return message, "relay revert " + chg.UUID + " --force   (discard the later edits)"
 	case errors.As(err, &nf):
 		if p == Agent {
-			return message, `list transactions with apply {"op":"log"}`
+			return message, `list transactions with read {"op":"log"}`
 		}
 		return message, "relay log"
 	case errors.As(err, &op):
@@ -283,13 +283,13 @@ func memoryHint(err error, thread string, p Principal) (string, string) {
 		switch {
 		case ae.Code == "version_conflict":
 			return fmt.Sprintf("%s (current version: %d)", ae.Message, ae.CurrentVersion),
-				fmt.Sprintf(`re-read with memory {"op":"header"}, then send the patch again with "version":%d`, ae.CurrentVersion)
+				fmt.Sprintf(`re-read with read {"op":"header"}, then send the patch again with "version":%d`, ae.CurrentVersion)
 		case ae.Code == "invalid_patch" || ae.Code == "test_failed":
 			return ae.Message, "fix that operation (RFC 6902: op, path, value/from) and send the patch again"
 		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
-			return ae.Message, `omit thread to use this project's thread, or make one with memory {"op":"new_thread"}`
+			return ae.Message, `omit thread to use this project's thread, or make one with write_memory {"op":"new_thread"}`
 		case ae.Status == 404 && thread != "":
-			return ae.Message, `find refs with memory {"op":"search","query":"…"} or {"op":"events"}`
+			return ae.Message, `find refs with read {"op":"search","query":"…"} or {"op":"events"}`
 		case ae.Code == "invalid_args" || ae.Code == "blocked_address":
 			return ae.Message, "check the arguments; fetch reaches public http(s) URLs only"
 		}

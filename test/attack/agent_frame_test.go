@@ -21,7 +21,7 @@ func TestAgentDoorOversizedFrame(t *testing.T) {
 
 	huge := strings.Repeat("A", 30<<20)
 	bigCall, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": map[string]any{
-		"name": "apply", "arguments": map[string]any{"op": "edit", "path": "main.go", "old_string": "package main", "new_string": huge}}})
+		"name": "edit_files", "arguments": map[string]any{"op": "edit", "path": "main.go", "old_string": "package main", "new_string": huge}}})
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"attack","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,

@@ -319,7 +319,7 @@ func TestFIFOsDoNotHang(t *testing.T) {
 			t.Errorf("apply must commit and not wait on the FIFO:\n%s", r)
 		}
 		m := startMCP(t, s, 20*time.Second)
-		if _, err := m.call("apply", map[string]any{"op": "log"}); err != nil {
+		if _, err := m.call("read", map[string]any{"op": "log"}); err != nil {
 			t.Errorf("relay mcp must serve despite the FIFO: %v", err)
 		}
 	})

@@ -38,8 +38,8 @@ func TestProjectRootStaysInTheRepository(t *testing.T) {
 		}
 		s.Project = work
 		m := startMCP(t, s, 30*time.Second)
-		m.toolError("apply", map[string]any{"op": "edit", "path": ".ssh/authorized_keys", "old_string": "ssh-ed25519 AAAA victim\n", "new_string": "ssh-ed25519 AAAA victim\nssh-ed25519 AAAA attacker\n"})
-		m.toolError("apply", map[string]any{"op": "answer", "answer": ans})
+		m.toolError("edit_files", map[string]any{"op": "edit", "path": ".ssh/authorized_keys", "old_string": "ssh-ed25519 AAAA victim\n", "new_string": "ssh-ed25519 AAAA victim\nssh-ed25519 AAAA attacker\n"})
+		m.toolError("edit_files", map[string]any{"op": "answer", "answer": ans})
 		if stderr := m.close(); !strings.Contains(stderr, "relay mcp: serving "+work+" (no relaycode.config.json") {
 			t.Errorf("relay mcp must say on stderr which directory it serves:\n%s", stderr)
 		}
@@ -98,7 +98,7 @@ func TestTrackedThreadFileIgnored(t *testing.T) {
 		t.Errorf("apply must warn that it ignores the tracked thread file:\n%s", r)
 	}
 	m := startMCP(t, s, time.Minute)
-	if _, err := m.call("memory", map[string]any{"op": "put", "content": "API_KEY=sk-live-SECRET", "name": "notes.md"}); err != nil {
+	if _, err := m.call("write_memory", map[string]any{"op": "put", "content": "API_KEY=sk-live-SECRET", "name": "notes.md"}); err != nil {
 		t.Errorf("memory put without a thread: %v", err)
 	}
 	var evs struct {
