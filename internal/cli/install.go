@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/mcp"
 	"github.com/relaydev/relay/internal/mcp/hosts"
 	"github.com/relaydev/relay/internal/suggest"
 )
@@ -24,6 +25,8 @@ type InstallOptions struct {
 	DryRun  bool
 	Command string
 	Remove  bool
+	// AllowWrites lets the host run relay's write tools without asking too.
+	AllowWrites bool
 	// All is `relay install all`: the hosts installed on this machine (named ones are
 	// written whether or not their host is installed).
 	All bool
@@ -58,9 +61,15 @@ installed yet, with a note saying so.
 
 Only relay's entry is written; every other byte of those files stays as it was. Running it
 again changes nothing. --dry-run prints the change as a unified diff and writes nothing.
-Codex gets default_tools_approval_mode = "approve" and Gemini CLI / Qwen Code "trust": true,
-so headless runs may call relay's tools; Claude Code asks before the first call
-(allow it once, or run claude --allowedTools mcp__relay).`
+Approval, per tool where the host has it: relay's read-only tool (read: memory, state,
+search, the change log) runs without asking; the tools that write (write_memory, edit_files,
+fetch, ask) are left to the host's own approval unless --allow-writes:
+  claude   ~/.claude/settings.json permissions.allow: mcp__relay__read (+ the write tools)
+  codex    [mcp_servers.relay.tools.read] approval_mode = "approve"
+           (--allow-writes: default_tools_approval_mode = "approve")
+  gemini   ~/.gemini/policies/relay.toml allows mcp_relay_read (--allow-writes: "trust": true)
+  qwen     runs read by its readOnlyHint (--allow-writes: "trust": true)
+--dry-run shows all of it.`
 	if remove {
 		verb, short = "uninstall", "Remove relay mcp from an agent host's configuration"
 		long = `Remove relay's entry (and, for claude, the /relay-ask and /relay-apply commands relay
@@ -97,6 +106,7 @@ wrote) from each host's configuration. Everything else in those files stays byte
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the change as a unified diff; write nothing")
 	if !remove {
 		cmd.Flags().StringVar(&opts.Command, "command", "", "command the host runs (default: this relay binary's absolute path)")
+		cmd.Flags().BoolVar(&opts.AllowWrites, "allow-writes", false, "let the host run relay's write tools (file edits, memory writes, fetch, ask) without asking")
 	}
 	return cmd
 }
@@ -176,6 +186,7 @@ func installRun(opts *InstallOptions) error {
 		if srv, err = mcpServer(opts.F, opts.Command); err != nil {
 			return err
 		}
+		srv.ReadTools, srv.WriteTools, srv.AllowWrites = mcp.ReadOnlyTools, mcp.WriteTools, opts.AllowWrites
 	}
 	targets, err := installTargets(opts, env)
 	if err != nil {
@@ -308,7 +319,7 @@ func verb(opts *InstallOptions) string {
 func hostNote(host string, scope hosts.Scope) string {
 	switch {
 	case host == "claude":
-		return "Claude Code asks before relay's first tool call; allow it there, or run claude --allowedTools mcp__relay"
+		return "Claude Code runs relay's read tool without asking; it asks before the others (relay install claude --allow-writes allows them)"
 	case host == "codex" && scope == hosts.Project:
 		return `codex reads .codex/config.toml only in a trusted project ([projects."<dir>"] trust_level = "trusted" in ~/.codex/config.toml)`
 	case host == "gemini" && scope == hosts.Project:

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -42,11 +43,17 @@ func (e Env) getenv(k string) string {
 	return e.Getenv(k)
 }
 
-// Server is the command a host runs.
+// Server is the command a host runs, and which of its tools the host may run without asking.
 type Server struct {
 	Command string
 	Args    []string
 	Env     map[string]string
+	// ReadTools change nothing: each host is told to run them without asking, per tool
+	// where it can (Claude Code permissions, Codex approval_mode, a Gemini CLI policy).
+	ReadTools []string
+	// WriteTools are left to the host's own approval unless AllowWrites.
+	WriteTools  []string
+	AllowWrites bool
 }
 
 // Change is one file to write (New nil: remove the file).
@@ -123,8 +130,8 @@ func jsonEntry(host string, srv Server) orderedObject {
 		}
 		e = append(e, kv{"env", env})
 	}
-	if host == "gemini" || host == "qwen" {
-		// headless runs leave untrusted servers' tools out of the request entirely
+	if (host == "gemini" || host == "qwen") && srv.AllowWrites {
+		// trust is per server: every tool runs without asking
 		e = append(e, kv{"trust", true})
 	}
 	return e
@@ -149,8 +156,10 @@ func codexBlock(srv Server) string {
 		args[i] = tomlString(a)
 	}
 	b.WriteString("args = [" + strings.Join(args, ", ") + "]\n")
-	// codex exec never asks: without this every relay call is refused
-	b.WriteString("default_tools_approval_mode = \"approve\"\n")
+	if srv.AllowWrites {
+		// codex exec never asks: this lets every relay tool run
+		b.WriteString("default_tools_approval_mode = \"approve\"\n")
+	}
 	// a friend's answer can take minutes; codex's default tool timeout is shorter
 	b.WriteString("tool_timeout_sec = 900\n")
 	if len(srv.Env) > 0 {
@@ -159,7 +168,78 @@ func codexBlock(srv Server) string {
 			b.WriteString(tomlKey(k) + " = " + tomlString(srv.Env[k]) + "\n")
 		}
 	}
+	// per tool: reads run without asking (codex also honours their readOnlyHint); writes are
+	// left to codex's approval, which refuses them in codex exec, unless --allow-writes
+	for _, t := range srv.ReadTools {
+		b.WriteString("\n[mcp_servers." + ServerName + ".tools." + tomlKey(t) + "]\napproval_mode = \"approve\"\n")
+	}
 	return b.String()
+}
+
+// claudeSettingsPath is Claude Code's user settings file (permissions live there).
+func claudeSettingsPath(scope Scope, env Env) string {
+	if scope == Project {
+		return filepath.Join(env.ProjectDir, ".claude", "settings.json")
+	}
+	if d := env.getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return filepath.Join(d, "settings.json")
+	}
+	return filepath.Join(env.Home, ".claude", "settings.json")
+}
+
+// claudeTool is the name Claude Code gives relay's tool in permissions.
+func claudeTool(t string) string { return "mcp__" + ServerName + "__" + t }
+
+// claudePermissions adds relay's tools to permissions.allow (want) and takes away the
+// relay entries not wanted, leaving everything else in the file as it was.
+func claudePermissions(old []byte, want []string) ([]byte, error) {
+	var allow []string
+	if raw, ok, err := GetJSON(old, "permissions", "allow"); err != nil {
+		return nil, err
+	} else if ok {
+		if err := json.Unmarshal(raw, &allow); err != nil {
+			return nil, fmt.Errorf("permissions.allow is not a list of strings: %w", err)
+		}
+	}
+	var next []string
+	for _, a := range allow {
+		if !strings.HasPrefix(a, "mcp__"+ServerName+"__") || slices.Contains(want, a) {
+			next = append(next, a)
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(next, w) {
+			next = append(next, w)
+		}
+	}
+	if slices.Equal(allow, next) {
+		return old, nil
+	}
+	if len(next) == 0 {
+		out, _, err := DeleteJSON(old, true, "permissions", "allow")
+		return out, err
+	}
+	return SetJSON(old, next, "permissions", "allow")
+}
+
+// geminiPolicyPath is relay's own policy file for Gemini CLI (allow the read tools).
+func geminiPolicyPath(scope Scope, env Env) string {
+	base := env.Home
+	if scope == Project {
+		base = env.ProjectDir
+	}
+	return filepath.Join(base, ".gemini", "policies", "relay.toml")
+}
+
+// geminiPolicy lets Gemini CLI run relay's read tools without asking: headless runs
+// otherwise leave any tool that needs approval out of the model's request.
+func geminiPolicy(tools []string) []byte {
+	var b strings.Builder
+	b.WriteString("# " + commandMarker + "\n# relay's read-only tools run without asking; the others follow your approval mode.\n")
+	for _, t := range tools {
+		b.WriteString("\n[[rule]]\ntoolName = " + tomlString("mcp_"+ServerName+"_"+t) + "\ndecision = \"allow\"\npriority = 100\n")
+	}
+	return []byte(b.String())
 }
 
 func tomlKey(k string) string {
@@ -195,6 +275,41 @@ func Install(host string, scope Scope, env Env, srv Server) ([]Change, error) {
 	var changes []Change
 	if !bytes.Equal(old, next) || old == nil {
 		changes = append(changes, Change{Path: path, Old: old, New: next, Note: "register relay mcp", Root: root})
+	}
+	switch host {
+	case "claude":
+		want := make([]string, 0, len(srv.ReadTools)+len(srv.WriteTools))
+		for _, t := range srv.ReadTools {
+			want = append(want, claudeTool(t))
+		}
+		if srv.AllowWrites {
+			for _, t := range srv.WriteTools {
+				want = append(want, claudeTool(t))
+			}
+		}
+		sp := claudeSettingsPath(scope, env)
+		cur, err := readFile(sp, root)
+		if err != nil {
+			return nil, err
+		}
+		nextSettings, err := claudePermissions(cur, want)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sp, err)
+		}
+		if !bytes.Equal(cur, nextSettings) || (cur == nil && len(want) > 0) {
+			changes = append(changes, Change{Path: sp, Old: cur, New: nextSettings, Note: "allow " + strings.Join(want, ", "), Root: root})
+		}
+	case "gemini":
+		pp := geminiPolicyPath(scope, env)
+		cur, err := readFile(pp, root)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil && !bytes.Contains(cur, []byte(commandMarker)) {
+			changes = append(changes, Change{Path: pp, Old: cur, New: cur, Skip: true, Note: "kept your own policies/relay.toml (not written by relay); allow mcp_relay_read there"})
+		} else if want := geminiPolicy(srv.ReadTools); !bytes.Equal(cur, want) {
+			changes = append(changes, Change{Path: pp, Old: cur, New: want, Note: "policy: run relay's read-only tools without asking", Root: root})
+		}
 	}
 	if host == "claude" {
 		for _, c := range slashCommands {
@@ -272,6 +387,35 @@ func Uninstall(host string, scope Scope, env Env) ([]Change, error) {
 			changes = append(changes, Change{Path: path, Old: old, New: next, Note: "unregister relay mcp", Root: root})
 		}
 	}
+	switch host {
+	case "claude":
+		sp := claudeSettingsPath(scope, env)
+		cur, err := readFile(sp, root)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil {
+			next, err := claudePermissions(cur, nil)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", sp, err)
+			}
+			if !bytes.Equal(cur, next) {
+				if emptySettings(next) {
+					next = nil // nothing but relay's permissions was in it: relay made the file, so it goes
+				}
+				changes = append(changes, Change{Path: sp, Old: cur, New: next, Note: "remove relay's tools from permissions.allow", Root: root})
+			}
+		}
+	case "gemini":
+		pp := geminiPolicyPath(scope, env)
+		cur, err := readFile(pp, root)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil && bytes.Contains(cur, []byte(commandMarker)) {
+			changes = append(changes, Change{Path: pp, Old: cur, New: nil, Note: "remove relay's policy", Root: root})
+		}
+	}
 	if host == "claude" {
 		for _, c := range slashCommands {
 			p := filepath.Join(commandsDir(scope, env), c.file)
@@ -285,6 +429,18 @@ func Uninstall(host string, scope Scope, env Env) ([]Change, error) {
 		}
 	}
 	return changes, nil
+}
+
+// emptySettings reports whether Claude Code settings hold nothing (or only an empty permissions).
+func emptySettings(b []byte) bool {
+	var v map[string]any
+	if json.Unmarshal(b, &v) != nil {
+		return false
+	}
+	if p, ok := v["permissions"].(map[string]any); ok && len(p) == 0 {
+		delete(v, "permissions")
+	}
+	return len(v) == 0
 }
 
 // emptyConfig reports whether a JSON config holds nothing (or only an empty mcpServers).

@@ -70,7 +70,7 @@ K = "V"
 [profiles.fast]
 model = "mini"
 `
-	block := codexBlock(Server{Command: `C:\relay "x"`, Args: []string{"mcp"}, Env: map[string]string{"RELAY_HOME": "/h/.relay"}})
+	block := codexBlock(Server{Command: `C:\relay "x"`, Args: []string{"mcp"}, Env: map[string]string{"RELAY_HOME": "/h/.relay"}, ReadTools: []string{"read"}})
 	got, err := SetTOMLTable([]byte(doc), "mcp_servers.relay", block)
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +83,14 @@ model = "mini"
 		t.Fatal(err)
 	}
 	tab, _ := tomlTable(v, "mcp_servers", "relay")
-	if tab["command"] != `C:\relay "x"` || tab["default_tools_approval_mode"] != "approve" {
-		t.Fatalf("table %v", tab)
+	tools, _ := tab["tools"].(map[string]any)
+	read, _ := tools["read"].(map[string]any)
+	if tab["command"] != `C:\relay "x"` || tab["default_tools_approval_mode"] != nil || read["approval_mode"] != "approve" {
+		t.Fatalf("table %v: want the read tool approved and no default approval", tab)
+	}
+	writes := codexBlock(Server{Command: "relay", ReadTools: []string{"read"}, AllowWrites: true})
+	if !strings.Contains(writes, `default_tools_approval_mode = "approve"`) {
+		t.Fatalf("--allow-writes block:\n%s", writes)
 	}
 	again, err := SetTOMLTable(got, "mcp_servers.relay", block)
 	if err != nil || !bytes.Equal(again, got) {
