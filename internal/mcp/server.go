@@ -96,7 +96,7 @@ type Answer struct {
 	Hint       string         `json:"hint,omitempty"`
 }
 
-// ApplyArgs are the apply tool's arguments.
+// ApplyArgs are what the Apply job takes (from edit_files, and read op=log).
 type ApplyArgs struct {
 	Op         string `json:"op"`
 	Answer     string `json:"answer"`
@@ -111,7 +111,7 @@ type ApplyArgs struct {
 	Limit      int    `json:"limit"`
 }
 
-// MemoryArgs are the memory tool's arguments.
+// MemoryArgs are what the memory ops take (from read, write_memory and fetch).
 type MemoryArgs struct {
 	Op      string          `json:"op"`
 	Thread  string          `json:"thread"`
