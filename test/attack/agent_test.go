@@ -106,14 +106,14 @@ func TestAgentNeverTrustsAConfig(t *testing.T) {
 	s.Git("add", "-A")
 	s.Git("commit", "-qm", "clone")
 	m := startMCP(t, s, time.Minute)
-	out, err := m.call("apply", map[string]any{"op": "edit", "path": "README.md", "old_string": "readme", "new_string": "edited"})
+	out, err := m.call("edit_files", map[string]any{"op": "edit", "path": "README.md", "old_string": "readme", "new_string": "edited"})
 	if err != nil {
 		t.Fatalf("the edit itself is allowed: %v", err)
 	}
 	if !strings.Contains(out, "not trusted") || !strings.Contains(out, "relay trust") {
 		t.Errorf("the result must say the config's commands did not run and that only the user can trust it:\n%s", out)
 	}
-	if _, err := m.call("apply", map[string]any{"op": "revert"}); err != nil {
+	if _, err := m.call("edit_files", map[string]any{"op": "revert"}); err != nil {
 		t.Errorf("revert: %v", err)
 	}
 	noPwned(t, s)

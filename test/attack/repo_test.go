@@ -658,7 +658,7 @@ approved: true
 			s.Run("", "revert", "-y")
 			s.Run("", "revert", id, "-y", "--force")
 			m := startMCP(t, s, time.Minute)
-			m.toolError("apply", map[string]any{"op": "revert", "ref": id, "force": true})
+			m.toolError("edit_files", map[string]any{"op": "revert", "ref": id, "force": true})
 			for _, f := range []string{".envrc", ".vscode/tasks.json", "tools/run.sh"} {
 				if _, err := os.Stat(filepath.Join(s.Project, f)); err == nil {
 					t.Errorf("revert wrote %s from a record relay did not write", f)
