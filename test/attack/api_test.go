@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,35 @@ func TestLocalFileModes(t *testing.T) {
 		if fi.Mode().Perm()&f.mask != 0 {
 			t.Errorf("%s is mode %04o: other users can read it", f.path, fi.Mode().Perm())
 		}
+	}
+}
+
+// TestStoreSecretsRedacted (issue 22 row 14): a store URL's secret (the
+// password, sslpassword, a password in options, the libpq keyword form) is
+// never printed by up, doctor or status, nor written to daemon.log.
+func TestStoreSecretsRedacted(t *testing.T) {
+	for i, store := range []string{
+		"postgres://relay:hunter2@127.0.0.1:1/relay",
+		"postgres://relay@127.0.0.1:1/relay?sslpassword=hunter2",
+		"postgres://relay@127.0.0.1:1/relay?options=-c%20password%3Dhunter2",
+		"host=127.0.0.1 port=1 user=relay password=hunter2 dbname=relay",
+		"host=127.0.0.1 port=1 options='-c password=hunter2'",
+	} {
+		t.Run(fmt.Sprint("form ", i), func(t *testing.T) { // the name becomes a temp path: no secret in it
+			t.Parallel()
+			s := newSandbox(t)
+			s.Env = append(s.Env, "RELAY_STORE="+store, "RELAY_URL=")
+			var out strings.Builder
+			for _, args := range [][]string{{"up", "--port", "1"}, {"doctor"}, {"status"}} {
+				r := s.Run("", args...)
+				out.WriteString(r.Stdout + r.Stderr)
+			}
+			if b, err := os.ReadFile(filepath.Join(s.Relay, "daemon.log")); err == nil {
+				out.Write(b)
+			}
+			if strings.Contains(out.String(), "hunter2") {
+				t.Errorf("the store's secret was printed or logged:\n%s", out.String())
+			}
+		})
 	}
 }

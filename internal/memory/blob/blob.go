@@ -88,8 +88,14 @@ func Open(ctx context.Context, location string) (Store, error) {
 }
 
 // Redact returns location with any password or secret in it replaced by "xxxxx", for
-// messages and status output.
+// messages and status output. It reads every form a store or artifacts location takes: a
+// URL (the password in its user info; every query value whose key names a secret, such as
+// password, sslpassword, secret_key or token, and every options value, which may carry
+// "-c password=…") and a libpq keyword/value string (host=… password='…' options=…).
 func Redact(location string) string {
+	if !strings.Contains(location, "://") && strings.Contains(location, "=") {
+		return redactKeywords(location)
+	}
 	u, err := url.Parse(location)
 	if err != nil {
 		return "(unparsable URL)"
@@ -102,8 +108,7 @@ func Redact(location string) string {
 	q := u.Query()
 	changed := false
 	for k := range q {
-		switch strings.ToLower(k) {
-		case "password", "secret", "secret_key", "secretkey", "secret_access_key", "session_token", "token":
+		if secretKey(k) {
 			q.Set(k, "xxxxx")
 			changed = true
 		}
@@ -112,6 +117,89 @@ func Redact(location string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// secretKey reports whether a connection setting can carry a secret: any name with
+// password, secret, token or key in it, and options (libpq passes it to the server as
+// command-line options, where "-c password=…" hides).
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	if k == "options" {
+		return true
+	}
+	for _, w := range []string{"password", "secret", "token", "key", "credential"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactKeywords redacts a libpq keyword/value connection string. pgx parses this form
+// with an unexported function, so the grammar (key = value, a value single-quoted with
+// \' and \\ escapes) is read here; anything it cannot read is not shown at all.
+func redactKeywords(s string) string {
+	var out []string
+	for i := 0; i < len(s); {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 {
+			return "(unparsable connection string)"
+		}
+		key := strings.TrimSpace(s[i : i+eq])
+		i += eq + 1
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		var val strings.Builder
+		quoted := i < len(s) && s[i] == '\''
+		if quoted {
+			i++
+			closed := false
+			for i < len(s) {
+				c := s[i]
+				if c == '\\' && i+1 < len(s) {
+					val.WriteByte(s[i+1])
+					i += 2
+					continue
+				}
+				i++
+				if c == '\'' {
+					closed = true
+					break
+				}
+				val.WriteByte(c)
+			}
+			if !closed {
+				return "(unparsable connection string)"
+			}
+		} else {
+			for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				val.WriteByte(s[i])
+				i++
+			}
+		}
+		if key == "" {
+			return "(unparsable connection string)"
+		}
+		v := val.String()
+		if secretKey(key) {
+			v = "xxxxx"
+		}
+		if v == "" || strings.ContainsAny(v, " \t'\\") {
+			v = "'" + strings.NewReplacer("\\", "\\\\", "'", "\\'").Replace(v) + "'"
+		}
+		out = append(out, key+"="+v)
+	}
+	return strings.Join(out, " ")
 }
 
 // verifier hashes what is read through it and fails at EOF on a mismatch.
