@@ -2,9 +2,9 @@ package attack
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
