@@ -15,6 +15,7 @@ import (
 type MigrateOptions struct {
 	F                   *Factory
 	From, To, Artifacts string
+	FromArtifacts       string
 	JSON                bool
 }
 
@@ -34,7 +35,9 @@ Each thread is written in one transaction, then read back from both stores and c
 counts and a sha256 digest of every record and artifact body. A thread already in the
 destination is verified, not copied again, so an interrupted migration resumes by
 running the same command. Stop the daemons writing to the source first; the
-destination may be in use. Passwords in URLs are never printed.`,
+destination may be in use. A source that keeps its bodies in a bucket needs
+--from-artifacts naming it. Bodies stream from one store to the other, one at a time.
+Passwords in URLs are never printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.From == "" || opts.To == "" {
@@ -46,6 +49,7 @@ destination may be in use. Passwords in URLs are never printed.`,
 	cmd.Flags().StringVar(&opts.From, "from", "", "source store URL (sqlite:// or postgres://…)")
 	cmd.Flags().StringVar(&opts.To, "to", "", "destination store URL (postgres://… or sqlite://…)")
 	cmd.Flags().StringVar(&opts.Artifacts, "artifacts", "", "put the destination's artifact bodies in this bucket (s3://bucket/prefix?endpoint=…)")
+	cmd.Flags().StringVar(&opts.FromArtifacts, "from-artifacts", "", "the bucket the source keeps its artifact bodies in, if it has one")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	return cmd
 }
@@ -64,7 +68,7 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	if blob.Redact(opts.From) == blob.Redact(opts.To) {
 		return Usagef("--from and --to name the same store")
 	}
-	src, err := backend.Open(ctx, backend.Config{Home: home, URL: opts.From})
+	src, err := backend.Open(ctx, backend.Config{Home: home, URL: opts.From, Artifacts: opts.FromArtifacts})
 	if err != nil {
 		return WithHint(fmt.Errorf("open the source store: %w", err), "relay doctor")
 	}

@@ -174,6 +174,9 @@ type ImportOptions struct {
 	// default the thread's name made unique ("demo (2)").
 	AsNew bool
 	Name  string
+	// MaxArtifactBytes is the largest artifact the store takes (0: memory.MaxArtifactSize);
+	// with a bucket, bundle entries may be that large.
+	MaxArtifactBytes int64
 }
 
 // ImportResult describes an import.
@@ -236,7 +239,7 @@ func Import(ctx context.Context, db DB, r io.ReaderAt, size int64, opt ImportOpt
 	if err != nil {
 		return nil, unsafe("not a zip file: %v", err)
 	}
-	m, ents, err := openEntries(zr)
+	m, ents, err := openEntries(zr, opt.MaxArtifactBytes)
 	if err != nil {
 		return nil, err
 	}

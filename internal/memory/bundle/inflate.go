@@ -12,6 +12,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // Limits on what an import inflates. Vars so tests can shrink them. Only the
@@ -86,7 +88,14 @@ func sumHex(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 // openEntries checks names, counts and declared sizes of every entry before
 // inflating any but the manifest, then inflates each entry once through a
 // counting reader and checks its sha256 against the manifest.
-func openEntries(zr *zip.Reader) (*Manifest, *bundleEntries, error) {
+func openEntries(zr *zip.Reader, maxArtifact int64) (*Manifest, *bundleEntries, error) {
+	// A store whose bodies stream to a bucket takes larger artifacts: its entries may be
+	// that large, and the bundle's total grows by as much.
+	entryLimit, totalLimit := MaxEntryBytes, MaxBundleBytes
+	if extra := maxArtifact - memory.MaxArtifactSize; extra > 0 {
+		entryLimit += extra
+		totalLimit += extra
+	}
 	if len(zr.File) > MaxEntries {
 		return nil, nil, unsafe("%d entries, the limit is %d", len(zr.File), MaxEntries)
 	}
@@ -148,7 +157,7 @@ func openEntries(zr *zip.Reader) (*Manifest, *bundleEntries, error) {
 		}
 		limit := MaxMetaBytes
 		if strings.HasPrefix(name, artDir) {
-			limit = MaxEntryBytes
+			limit = entryLimit
 		} else {
 			meta += size
 		}
@@ -161,8 +170,8 @@ func openEntries(zr *zip.Reader) (*Manifest, *bundleEntries, error) {
 	if meta > MaxMetaTotal {
 		return nil, nil, unsafe("the bundle's metadata is %d bytes, the limit is %d", meta, MaxMetaTotal)
 	}
-	if total > MaxBundleBytes {
-		return nil, nil, unsafe("bundle inflates to %d bytes, the limit is %d", total, MaxBundleBytes)
+	if total > totalLimit {
+		return nil, nil, unsafe("bundle inflates to %d bytes, the limit is %d", total, totalLimit)
 	}
 	for _, name := range []string{fThread, fVersions, fSnapshots, fArtifacts, fEvents} {
 		if _, ok := byName[name]; !ok {

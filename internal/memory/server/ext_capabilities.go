@@ -407,7 +407,11 @@ func (x *capExt) handleImport(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	size, err := io.Copy(tmp, http.MaxBytesReader(w, r.Body, MaxImportBody))
+	limit := int64(MaxImportBody)
+	if l := memory.ArtifactLimit(x.s.store); l > memory.MaxArtifactSize {
+		limit += l // a store with a bucket takes artifacts (and so bundles) this much larger
+	}
+	size, err := io.Copy(tmp, http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		return err
 	}
@@ -417,7 +421,7 @@ func (x *capExt) handleImport(w http.ResponseWriter, r *http.Request) error {
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
-	res, err := bundle.Import(r.Context(), x.s.store, tmp, size, bundle.ImportOptions{AsNew: asNew == "1" || asNew == "true", Name: name})
+	res, err := bundle.Import(r.Context(), x.s.store, tmp, size, bundle.ImportOptions{AsNew: asNew == "1" || asNew == "true", Name: name, MaxArtifactBytes: memory.ArtifactLimit(x.s.store)})
 	var ue *bundle.UnsafeError
 	var ee *bundle.ExistsError
 	switch {
