@@ -102,11 +102,17 @@ type Asker struct {
 	Sessions *SessionStore // nil: --session is refused
 	Euid     int
 	Now      func() time.Time
+	// Ledger records every call (nil: none).
+	Ledger *Ledger
 }
 
 // New returns an Asker with the real backends and git.
 func New(sessions *SessionStore) *Asker {
-	return &Asker{Backend: backend.Get, Git: runGit, Sessions: sessions, Euid: os.Geteuid(), Now: time.Now}
+	a := &Asker{Backend: backend.Get, Git: runGit, Sessions: sessions, Euid: os.Geteuid(), Now: time.Now}
+	if sessions != nil && sessions.Dir != "" {
+		a.Ledger = &Ledger{Path: filepath.Join(sessions.Dir, "ledger.jsonl")}
+	}
+	return a
 }
 
 // Target is one friend a prepared request will ask.
@@ -348,6 +354,11 @@ func (a *Asker) Run(ctx context.Context, p *Prepared) []Answer {
 		}()
 	}
 	wg.Wait()
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	_ = a.Ledger.Record(now(), answers) // a record of the ask, never a reason to fail it
 	return answers
 }
 

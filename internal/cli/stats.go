@@ -3,6 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/relaydev/relay/internal/ask"
+	"github.com/relaydev/relay/internal/relayhome"
 
 	"github.com/spf13/cobra"
 
@@ -12,10 +20,11 @@ import (
 
 // StatsOptions are the inputs of `relay stats`.
 type StatsOptions struct {
-	IO     *iostreams.IOStreams
-	Client func() (*client.Client, error)
-	Thread string
-	JSON   bool
+	IO      *iostreams.IOStreams
+	Client  func() (*client.Client, error)
+	Thread  string
+	JSON    bool
+	Friends bool
 }
 
 func newCmdStats(f *Factory) *cobra.Command {
@@ -36,6 +45,9 @@ the rough estimate. "session cache hits" counts since the daemon started.
 The thread is the argument, else --thread, $RELAY_THREAD, then the project's thread.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Friends {
+				return friendStatsRun(f, opts)
+			}
 			id, err := threadOrArg(f, args, opts.Thread)
 			if err != nil {
 				return err
@@ -46,7 +58,59 @@ The thread is the argument, else --thread, $RELAY_THREAD, then the project's thr
 	}
 	threadFlag(cmd, f, &opts.Thread)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the figures as JSON")
+	cmd.Flags().BoolVar(&opts.Friends, "friends", false, "the relay ask ledger instead: per friend and model, calls, failures by kind, latency p50/p95, tokens and cost")
 	return cmd
+}
+
+// friendStatsRun prints the relay ask ledger, summed per friend and model.
+func friendStatsRun(f *Factory, opts *StatsOptions) error {
+	home, err := f.Home()
+	if err != nil {
+		return WithHint(err, "set RELAY_HOME to a readable directory")
+	}
+	l := &ask.Ledger{Path: filepath.Join(home, relayhome.AskDir, "ledger.jsonl")}
+	entries, err := l.Read()
+	if err != nil {
+		return WithHint(fmt.Errorf("cannot read the ask ledger: %w", err), "check the permissions of $RELAY_HOME/ask/ledger.jsonl")
+	}
+	rows := ask.Summarize(entries)
+	if opts.JSON {
+		if rows == nil {
+			rows = []ask.LedgerRow{}
+		}
+		return writeJSON(opts.IO.Out, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No friend has been asked yet: relay ask --to codex --prompt …")
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FRIEND\tMODEL\tCALLS\tFAILED\tP50\tP95\tTOKENS IN/OUT\tCOST")
+	for _, r := range rows {
+		failed := "0"
+		if len(r.Failures) > 0 {
+			var parts []string
+			for k, n := range r.Failures {
+				parts = append(parts, fmt.Sprintf("%d %s", n, k))
+			}
+			sort.Strings(parts)
+			failed = strings.Join(parts, ", ")
+		}
+		model := r.Model
+		if model == "" {
+			model = "-"
+		}
+		tokens, cost := "-", "-"
+		if r.Reported > 0 {
+			tokens = fmt.Sprintf("%d/%d", r.InputTokens, r.OutputTokens)
+		}
+		if r.CostUSD > 0 {
+			cost = fmt.Sprintf("$%.4f", r.CostUSD)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", field(r.Backend), field(model), r.Calls, failed,
+			time.Duration(r.P50MS)*time.Millisecond, time.Duration(r.P95MS)*time.Millisecond, tokens, cost)
+	}
+	return tw.Flush()
 }
 
 type statsOut struct {
