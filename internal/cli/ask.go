@@ -425,6 +425,9 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 	if len(answers) == 1 {
 		a := answers[0]
 		if a.Err != nil {
+			if opts.JSON {
+				return JSONShown(askError(a.Err)) // the answer object above holds the error
+			}
 			return askError(a.Err)
 		}
 		switch {

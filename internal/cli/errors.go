@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relaydev/relay/internal/memory/client"
 )
 
 // ExitCodesDoc is the one sentence that documents relay's exit codes: `relay --help` ends with
@@ -22,6 +26,81 @@ const (
 
 // ErrSilent fails a command whose message has already been printed.
 var ErrSilent = errors.New("silent error")
+
+// jsonShownError is a failure a --json command has already written to stdout as JSON (ask
+// puts each friend's error in its answer object): the generic JSON error is not added.
+type jsonShownError struct{ err error }
+
+func (e *jsonShownError) Error() string { return e.err.Error() }
+func (e *jsonShownError) Unwrap() error { return e.err }
+
+// JSONShown marks err as already written to stdout in the command's --json output.
+func JSONShown(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &jsonShownError{err}
+}
+
+// JSONError is what every --json command prints on stdout when it fails (stderr still gets
+// the Error:/Try: lines): one shape for all of them, the one relay ask --json uses for a
+// friend's failure, with the daemon's error code when the daemon refused.
+type JSONError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Hint    string `json:"hint,omitempty"`
+	} `json:"error"`
+	ExitCode int `json:"exit_code"`
+}
+
+// jsonError builds the JSON error of err, which ended relay with code.
+func jsonError(err error, code int) JSONError {
+	var j JSONError
+	j.ExitCode = code
+	j.Error.Message = strings.TrimRight(err.Error(), "\n")
+	var he *hintError
+	if errors.As(err, &he) {
+		j.Error.Hint = he.hint
+	}
+	var ae *client.APIError
+	var ue *client.UnreachableError
+	switch {
+	case errors.As(err, &ae):
+		j.Error.Code = ae.Code
+	case errors.As(err, &ue):
+		j.Error.Code = "unreachable"
+	case code == exitUsage:
+		j.Error.Code = "usage"
+	case code == exitInterrupt:
+		j.Error.Code = "interrupted"
+		j.Error.Message = "interrupted"
+	case code == exitNotRunning:
+		j.Error.Code = "not_running"
+	default:
+		j.Error.Code = "failed"
+	}
+	return j
+}
+
+// wantsJSON reports whether the command that ran was asked for JSON output.
+func wantsJSON(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if f := cmd.Flags().Lookup("json"); f != nil && f.Changed {
+			return f.Value.String() == "true"
+		}
+	}
+	// A flag error stops parsing before --json is read: look at the words themselves.
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
 
 type hintError struct {
 	err  error

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -49,12 +50,19 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, args []string) int {
 	f := newFactory(ios, Version())
 	root := NewRootCmd(f)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	defer ios.Flush()
 	if err == nil {
 		return exitOK
 	}
-	return printError(ios.ErrOut, err)
+	code := printError(ios.ErrOut, err)
+	// Every --json command fails with a JSON error object on stdout, unless it printed its
+	// own (ErrSilent: the output says what went wrong; JSONShown: the error is in it).
+	var shown *jsonShownError
+	if wantsJSON(cmd, args) && !errors.Is(err, ErrSilent) && !errors.As(err, &shown) {
+		_ = writeJSON(ios.Out, jsonError(err, code))
+	}
+	return code
 }
 
 // NewRootCmd builds the whole command tree.
