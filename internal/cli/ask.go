@@ -48,6 +48,7 @@ type AskOptions struct {
 	Session     string
 	JSON        bool
 	Stream      bool
+	Background  bool
 	Schema      string // FILE or inline JSON
 	Verdict     bool
 	Review      bool
@@ -64,6 +65,7 @@ type AskOptions struct {
 	// priorVerdicts are earlier verdicts on the same diff the friend was pointed at.
 	verdictRefs   []string
 	priorVerdicts []string
+	jobID         string // this ask runs as background job jobID
 }
 
 // dedupeNames is the --to list as ask will ask it (aliases resolved, repeats dropped).
@@ -124,8 +126,17 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 				return WithHint(Usagef("--stream prints one friend's answer as it arrives"),
 					"ask one friend with --stream, or add --json for one event a line from each friend")
 			}
+			if opts.Background {
+				return askBackground(cmd, opts)
+			}
 			if c, _, err := cmd.Root().Find([]string{"mcp"}); err == nil && c != cmd.Root() {
 				opts.HasMCP = true
+			}
+			if id := f.Getenv(askJobEnv); id != "" {
+				opts.jobID = id
+				err := askRun(cmd.Context(), opts)
+				finishJob(f.Home, id, err)
+				return err
 			}
 			return askRun(cmd.Context(), opts)
 		},
@@ -148,9 +159,10 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.BoolVar(&opts.Verdict, "verdict", false, "ask for a verdict: approve or request-changes, with findings (file, line, severity)")
 	fl.BoolVar(&opts.Review, "review", false, "review the uncommitted changes (with --base REF: the branch since REF); --prompt is optional")
 	fl.StringVar(&opts.Base, "base", "", "with --review: review `REF`...HEAD plus uncommitted changes")
+	fl.BoolVar(&opts.Background, "background", false, "return at once with a job id; see it with relay ask jobs and relay ask result ID")
 	fl.BoolVar(&opts.Stream, "stream", false, "print the answer as it arrives (with --json: every event as one JSON line, then the answer)")
 	fl.StringVarP(&opts.Thread, "thread", "t", "", "record the ask in this memory `THREAD` (default $RELAY_THREAD): the friend gets the header and refs, the answer is stored")
-	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f))
+	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f), newCmdAskJobs(f), newCmdAskResult(f))
 	return cmd
 }
 
@@ -313,6 +325,13 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	mem, err := setupAskMemory(ctx, opts, &req)
 	if err != nil {
 		return err
+	}
+	if mem != nil && opts.jobID != "" {
+		// the job's life is events in the thread, so the UI shows it live
+		_ = appendEvent(ctx, mem.c, mem.thread, "ask.job.started", map[string]any{"job": opts.jobID, "to": dedupeNames(opts.To)})
+		defer func() {
+			_ = appendEvent(context.WithoutCancel(ctx), mem.c, mem.thread, "ask.job.finished", map[string]any{"job": opts.jobID})
+		}()
 	}
 	prog := newAskProgress(opts.IO, dedupeNames(opts.To), opts.Stream, opts.JSON)
 	req.OnEvent = prog.event
