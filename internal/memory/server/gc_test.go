@@ -208,3 +208,45 @@ func TestSweepWhileTwoDaemonsPut(t *testing.T) {
 		t.Fatalf("dry run after the last sweep: %d %s %v", code, body, err)
 	}
 }
+
+// TestArtifactLargerThanTheDatabaseLimit: with a bucket, a 72 MiB raw upload (over the 50
+// MiB limit of bodies kept in a database, and over the 70 MiB cap of other requests) is
+// stored and read back byte for byte; without one it is refused with 413.
+func TestArtifactLargerThanTheDatabaseLimit(t *testing.T) {
+	ctx := context.Background()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 72<<16) // 72 MiB
+	for _, bucket := range []bool{true, false} {
+		cfg := backend.Config{Home: t.TempDir()}
+		if bucket {
+			cfg.Artifacts = "file://" + t.TempDir()
+		}
+		st, err := backend.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := New(Options{Store: st, Version: "test"})
+		h := httptest.NewServer(s.Handler())
+		c := teamClient{t, h.URL, &http.Client{Timeout: 2 * time.Minute}}
+		code, _, body, _ := c.do("POST", "/threads", []byte(`{}`))
+		var th memory.Thread
+		json.Unmarshal(body, &th)
+		code, _, body, err = c.do("POST", "/threads/"+th.ID+"/artifacts?name=big.bin", big, "Content-Type", "application/octet-stream")
+		if !bucket {
+			if err != nil || code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("72 MiB without a bucket: %d %s %v, want 413", code, body, err)
+			}
+		} else {
+			var a memory.Artifact
+			if err != nil || code != 201 || json.Unmarshal(body, &a) != nil || a.Size != int64(len(big)) {
+				t.Fatalf("72 MiB with a bucket: %d %s %v", code, body, err)
+			}
+			code, _, got, err := c.do("GET", "/threads/"+th.ID+"/artifacts/"+a.Ref+"?raw=1", nil)
+			if err != nil || code != 200 || !bytes.Equal(got, big) {
+				t.Fatalf("read back: %d, %d bytes, %v", code, len(got), err)
+			}
+		}
+		s.Close()
+		h.Close()
+		st.Close()
+	}
+}

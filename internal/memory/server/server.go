@@ -297,7 +297,12 @@ func jsonError(err error) error {
 // guard enforces the body cap, the token and same-origin state changes.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, maxAnyBody)
+		limit := int64(maxAnyBody)
+		if l := memory.ArtifactLimit(s.store); l > memory.MaxArtifactSize {
+			// Raw uploads and bundles to a store with a bucket; each route caps its own.
+			limit += l
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if !safeMethod(r.Method) {
 			if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" {
 				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "forbidden", Msg: "cross-site requests may not change relay data"})
