@@ -158,34 +158,35 @@ func TestAnswerConfigChangeExplicit(t *testing.T) {
 }
 
 // TestAnswerRenames: a rename onto an existing file would lose that file
-// without a word. It is refused unless the answer deletes the target first.
+// without a word. It is refused unless the answer deletes the target first,
+// whatever format says "rename": relay's rename-file block or a git diff's
+// "rename to". (A codex "*** Move to:" is different: codex defines it as
+// replacing the target, so relay does too; see TestAnswerCodexMoveReplaces.)
 func TestAnswerRenames(t *testing.T) {
 	attacks := []struct {
 		name   string
 		blocks []string
 		ok     bool
+		diff   string // a bare git diff sent as the whole answer, instead of blocks
 	}{
-		{"rename onto an existing file", []string{RenameBlock("a.txt", "b.txt")}, false},
-		{"rename onto the config", []string{RenameBlock("a.txt", "README.md")}, false},
-		{"rename onto a file the answer just wrote", []string{FileBlock("new.txt", "n"), RenameBlock("a.txt", "new.txt")}, false},
-		{"rename onto an existing file in another case dir", []string{RenameBlock("a.txt", "dir/c.txt")}, false},
-		{"apply_patch move onto an existing file", []string{"```diff // a.txt apply_patch\n*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-a\n+a2\n*** End Patch\n```\n"}, false},
-		{"rename onto a deleted file", []string{DeleteBlock("b.txt"), RenameBlock("a.txt", "b.txt")}, true},
-		{"rename to a new name", []string{RenameBlock("a.txt", "fresh.txt")}, true},
+		{"rename onto an existing file", []string{RenameBlock("a.txt", "b.txt")}, false, ""},
+		{"rename onto the config", []string{RenameBlock("a.txt", "README.md")}, false, ""},
+		{"rename onto a file the answer just wrote", []string{FileBlock("new.txt", "n"), RenameBlock("a.txt", "new.txt")}, false, ""},
+		{"rename onto an existing file in another case dir", []string{RenameBlock("a.txt", "dir/c.txt")}, false, ""},
+		{"git diff rename to an existing file", nil, false, GitRename("a.txt", "b.txt")},
+		{"rename onto a deleted file", []string{DeleteBlock("b.txt"), RenameBlock("a.txt", "b.txt")}, true, ""},
+		{"rename to a new name", []string{RenameBlock("a.txt", "fresh.txt")}, true, ""},
 	}
 	for i, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
-			s := newSandbox(t)
-			s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
-			s.WriteFile("a.txt", "a\n", 0o644)
-			s.WriteFile("b.txt", "b\n", 0o644)
-			s.WriteFile("README.md", "readme\n", 0o644)
-			s.WriteFile("dir/c.txt", "c\n", 0o644)
-			s.Git("add", "-A")
-			s.Git("commit", "-qm", "base")
+			s := renameSandbox(t)
 			world := s.World()
-			r := s.Run(Answer(uuidN(800+i), a.blocks...), "apply", "-", "-y")
+			answer := a.diff
+			if answer == "" {
+				answer = Answer(uuidN(800+i), a.blocks...)
+			}
+			r := s.Run(answer, "apply", "-", "-y")
 			if a.ok {
 				if r.Code != 0 {
 					t.Fatalf("want applied:\n%s", r)
@@ -198,6 +199,48 @@ func TestAnswerRenames(t *testing.T) {
 			SameTree(t, "home and project", world, s.World())
 		})
 	}
+}
+
+// TestAnswerCodexMoveReplaces: codex's apply_patch defines "*** Move to:"
+// onto an existing file as replacing it (issue 24). The attack is that the
+// replaced file is lost; relay's answer is that the transaction keeps it, so
+// relay revert brings back both files byte for byte.
+func TestAnswerCodexMoveReplaces(t *testing.T) {
+	s := renameSandbox(t)
+	world := s.World()
+	move := "```diff // a.txt apply_patch\n*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-a\n+a2\n*** End Patch\n```\n"
+	r := s.Run(Answer(uuidN(850), move), "apply", "-", "-y")
+	if r.Code != 0 {
+		t.Fatalf("want the codex move applied:\n%s", r)
+	}
+	if !strings.Contains(r.Stdout+r.Stderr, "replacing the b.txt that was there") {
+		t.Errorf("want the replacement said out loud, got\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(s.Project, "a.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a.txt still exists after the move: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.Project, "b.txt")); string(b) != "a2\n" {
+		t.Errorf("b.txt = %q, want the moved and edited a.txt", b)
+	}
+	if r := s.Run("", "revert", "-y"); r.Code != 0 {
+		t.Fatalf("revert failed:\n%s", r)
+	}
+	SameTree(t, "home and project after revert", world, s.World())
+}
+
+// renameSandbox is a committed project with a.txt, b.txt, README.md and
+// dir/c.txt for a rename to land on.
+func renameSandbox(t *testing.T) *sandbox {
+	t.Helper()
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
+	s.WriteFile("a.txt", "a\n", 0o644)
+	s.WriteFile("b.txt", "b\n", 0o644)
+	s.WriteFile("README.md", "readme\n", 0o644)
+	s.WriteFile("dir/c.txt", "c\n", 0o644)
+	s.Git("add", "-A")
+	s.Git("commit", "-qm", "base")
+	return s
 }
 
 // TestAnswerInputBounds: relay apply reads its input under a limit it

@@ -252,6 +252,12 @@ func RenameBlock(from, to string) string {
 	return fmt.Sprintf("```json // rename-file\n{\"from\": %q, \"to\": %q}\n```\n", from, to)
 }
 
+// GitRename is a whole answer holding only a git diff that renames from to
+// to ("rename from", "rename to", no content change).
+func GitRename(from, to string) string {
+	return fmt.Sprintf("```diff\ndiff --git a/%s b/%s\nsimilarity index 100%%\nrename from %s\nrename to %s\n```\n", from, to, from, to)
+}
+
 // uuidN is a fixed, valid uuid numbered n, so each attack's answer is new.
 func uuidN(n int) string {
 	return fmt.Sprintf("a77ac000-0000-4000-8000-%012d", n)
