@@ -445,6 +445,21 @@ func recoverWorkDir(f *Factory) error {
 	return recoverProject(f.IO, f.Home, filepath.Dir(file))
 }
 
+// approvalHint is the next step after a change that needed approval with no terminal: never
+// a bare -y, since what asked for approval (new linter errors, approvalMode manual) is for a
+// person to read first.
+func approvalHint(need *txn.NeedsApprovalError, file, again string) string {
+	switch {
+	case len(need.LintErrors) > 0 && file == "":
+		return "fix the linter errors above (ask the LLM for a corrected answer); only if they are acceptable: relay watch -y"
+	case len(need.LintErrors) > 0:
+		return "fix the linter errors above (ask the LLM for a corrected answer); only if they are acceptable: " + again + " -y"
+	case file == "":
+		return "relay watch -y, or run relay watch in a terminal"
+	}
+	return "review the change (relay apply --dry-run " + file + "), then " + again + " -y"
+}
+
 // txnError turns a transaction error into a message with the next step.
 func txnError(err error, file string) error {
 	var (
@@ -479,10 +494,7 @@ func txnError(err error, file string) error {
 			}
 			return WithHint(err, "read the config change (relay apply --dry-run "+file+"), then "+again+" --allow-config-change")
 		case errors.As(err, &need):
-			if file == "" {
-				return WithHint(err, "relay watch -y, or run relay watch in a terminal")
-			}
-			return WithHint(err, again+" -y")
+			return WithHint(err, approvalHint(need, file, again))
 		case errors.Is(err, txn.ErrRejected):
 			return err
 		case errors.As(err, &pathErr):

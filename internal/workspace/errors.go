@@ -249,10 +249,14 @@ func txnHint(op *OpError, p Principal) string {
 		switch {
 		case p == Agent:
 			return `the project's approvalMode is manual: ask the user to apply it (relay apply FILE -y), or set "approvalMode": "auto" in relaycode.config.json`
+		case len(need.LintErrors) > 0 && file == "":
+			return "fix the linter errors above (ask the LLM for a corrected answer); only if they are acceptable: relay watch -y"
+		case len(need.LintErrors) > 0:
+			return "fix the linter errors above (ask the LLM for a corrected answer); only if they are acceptable: " + again + " -y"
 		case file == "":
 			return "relay watch -y, or run relay watch in a terminal"
 		}
-		return again + " -y"
+		return "review the change (relay apply --dry-run " + file + "), then " + again + " -y"
 	case !errors.As(err, &fail):
 		return ""
 	case fail.Step == txn.StepInterrupted, errors.Is(err, txn.ErrRejected):

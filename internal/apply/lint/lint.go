@@ -19,6 +19,8 @@ var (
 	nErrors = lazyRE(`(?mi)\b(\d+) errors?(?:\(s\))?\b`)
 	// file:line:col: diagnostics from go vet, gcc, clang, ruff, rustc short format, mypy with columns.
 	locLine = lazyRE(`^\s*[^\s:][^:]*:\d+:\d+:?\s`)
+	// file:line: diagnostics without a column (go build's "./a.go:3: …", flake8 -q, shells).
+	locLineNoCol = lazyRE(`^\s*[^\s:][^:]*:\d+:\s`)
 	// tsc non-pretty: "src/a.ts(3,5): error TS2322: ...".
 	tscLoc = lazyRE(`^\s*\S.*\(\d+,\d+\): error\b`)
 	// lines gcc/clang print for context that are not errors.
@@ -71,4 +73,47 @@ func atLeastOne(n int) int {
 
 func lazyRE(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
+// Diagnostics returns the error lines of a linter run (file:line: message, tsc's
+// file(line,col): error …), without warnings, notes or repeats, in the order reported.
+// A failing run with no such line gives its last non-empty output line, so a person sees
+// what the linter said.
+func Diagnostics(stdout, stderr string, exitCode int) []string {
+	if exitCode == 0 {
+		return nil
+	}
+	out := stdout + "\n" + stderr
+	var lines []string
+	seen := map[string]bool{}
+	last := ""
+	for line := range strings.Lines(out) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) != "" {
+			last = strings.TrimSpace(line)
+		}
+		if (locLine().MatchString(line+" ") || locLineNoCol().MatchString(line+" ") || tscLoc().MatchString(line)) && !nonError().MatchString(line) && !seen[line] {
+			seen[line] = true
+			lines = append(lines, printable(strings.TrimSpace(line)))
+		}
+	}
+	if len(lines) == 0 && last != "" {
+		lines = []string{printable(last)}
+	}
+	return lines
+}
+
+// printable replaces control characters (a linter quotes the project's text, which may
+// hold terminal escapes) and caps the line at 300 bytes.
+func printable(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
 }

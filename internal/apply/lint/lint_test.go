@@ -1,6 +1,9 @@
 package lint
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCount(t *testing.T) {
 	tests := []struct {
@@ -47,4 +50,21 @@ func FuzzCount(f *testing.F) {
 			t.Fatalf("failed run gave %d errors", n)
 		}
 	})
+}
+
+// TestDiagnostics: the error lines a person reads before approving, without warnings,
+// repeats or terminal control characters; a failure without such lines gives its last line.
+func TestDiagnostics(t *testing.T) {
+	out := "a.go:3:2: undefined: x\na.go:3:2: undefined: x\nb.c:1:1: warning: unused\n./c.go:9: missing return\nsrc/a.ts(3,5): error TS2322: bad\x1b[31m\n"
+	got := Diagnostics(out, "", 1)
+	want := []string{"a.go:3:2: undefined: x", "./c.go:9: missing return", "src/a.ts(3,5): error TS2322: bad?[31m"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Diagnostics = %q, want %q", got, want)
+	}
+	if got := Diagnostics("", "something broke\n\n", 2); len(got) != 1 || got[0] != "something broke" {
+		t.Errorf("no diagnostic lines: %q", got)
+	}
+	if got := Diagnostics("a.go:1:1: x", "", 0); got != nil {
+		t.Errorf("exit 0: %q", got)
+	}
 }

@@ -157,6 +157,9 @@ type NeedsApprovalError struct {
 	// ConfigChange: the answer changes a config file, which neither -y nor
 	// automatic approval covers.
 	ConfigChange bool
+	// LintErrors are the first new linter errors (file:line: message) that asked for
+	// approval; a person reads them before deciding.
+	LintErrors []string
 }
 
 func (e *NeedsApprovalError) Error() string {
@@ -165,7 +168,30 @@ func (e *NeedsApprovalError) Error() string {
 	if r != "" {
 		r = strings.ToLower(r[:1]) + r[1:]
 	}
-	return r + ", and there is no terminal to ask on"
+	r += ", and there is no terminal to ask on"
+	if len(e.LintErrors) > 0 {
+		r += "; the new errors:\n  " + strings.Join(e.LintErrors, "\n  ")
+	}
+	return r
+}
+
+// maxShownLintErrors is how many new linter errors are shown before the approval question.
+const maxShownLintErrors = 5
+
+// newLintErrors returns the diagnostics of final that baseline did not have (the errors the
+// answer introduced), at most maxShownLintErrors, and how many there were.
+func newLintErrors(baseline, final []string) ([]string, int) {
+	had := make(map[string]bool, len(baseline))
+	for _, l := range baseline {
+		had[l] = true
+	}
+	var fresh []string
+	for _, l := range final {
+		if !had[l] {
+			fresh = append(fresh, l)
+		}
+	}
+	return fresh[:min(len(fresh), maxShownLintErrors)], len(fresh)
 }
 
 // ErrRejected is the user answering no at the approval prompt.
@@ -273,12 +299,13 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	baseline := -1
+	var baseDiags []string
 	if cmd := strings.TrimSpace(e.Opts.Linter); cmd != "" {
-		n, err := e.lint(ctx, cmd, e.shell)
+		n, diags, err := e.lint(ctx, cmd, e.shell)
 		if err != nil {
 			return nil, fail("linter", err)
 		}
-		baseline = n
+		baseline, baseDiags = n, diags
 		e.logf("  - Baseline linter error count: %d", n)
 	}
 	if ctx.Err() != nil {
@@ -383,8 +410,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	final := 0
+	var finalDiags []string
 	if cmd := strings.TrimSpace(e.Opts.Linter); cmd != "" {
-		n, err := e.lint(ctx, cmd, func(ctx context.Context, cmd string) (CommandResult, error) { return e.hook(ctx, cmd, c.UUID) })
+		n, diags, err := e.lint(ctx, cmd, func(ctx context.Context, cmd string) (CommandResult, error) { return e.hook(ctx, cmd, c.UUID) })
+		finalDiags = diags
 		if ctx.Err() != nil {
 			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) during the linter"))
 		}
@@ -395,7 +424,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		e.logf("  - Final linter error count: %d (baseline %d)", n, baseline)
 	}
 
-	if err := e.approve(ctx, req, pl, baseline, final); err != nil {
+	if err := e.approve(ctx, req, pl, baseline, final, baseDiags, finalDiags); err != nil {
 		if ctx.Err() != nil {
 			return nil, rollback("interrupted", errors.New("interrupted (Ctrl-C) before approval"))
 		}
@@ -490,19 +519,19 @@ func (e *Engine) hook(ctx context.Context, cmd, id string) (CommandResult, error
 	return res, err
 }
 
-func (e *Engine) lint(ctx context.Context, cmd string, shell func(context.Context, string) (CommandResult, error)) (int, error) {
+func (e *Engine) lint(ctx context.Context, cmd string, shell func(context.Context, string) (CommandResult, error)) (int, []string, error) {
 	res, err := shell(ctx, cmd)
 	if err != nil {
-		return 0, fmt.Errorf("linter %q: %w", cmd, err)
+		return 0, nil, fmt.Errorf("linter %q: %w", cmd, err)
 	}
 	if res.ExitCode == 126 || res.ExitCode == 127 {
 		// The shell could not start it: the count means nothing, say so.
 		e.logf("  ! The linter did not run (exit %d: %s); fix patch.linter in the config.", res.ExitCode, firstLine(strings.TrimSpace(res.Stderr)))
 	}
-	return lint.Count(res.Stdout, res.Stderr, res.ExitCode), nil
+	return lint.Count(res.Stdout, res.Stderr, res.ExitCode), lint.Diagnostics(res.Stdout, res.Stderr, res.ExitCode), nil
 }
 
-func (e *Engine) approve(ctx context.Context, req Request, pl *plan, baseline, final int) error {
+func (e *Engine) approve(ctx context.Context, req Request, pl *plan, baseline, final int, baseDiags, finalDiags []string) error {
 	if cfg := pl.configChanges(); len(cfg) > 0 && !req.AllowConfigChange {
 		// A config names the commands relay runs: an answer that changes it
 		// would choose what runs on the next apply. Only a person may approve.
@@ -533,6 +562,26 @@ func (e *Engine) approve(ctx context.Context, req Request, pl *plan, baseline, f
 		return nil
 	} else {
 		reason = fmt.Sprintf("Manual approval required: the linter found %d new error(s) (threshold is %d).", introduced, e.Opts.ApprovalOnErrorCount)
+		// Show what the linter said before anyone approves (or is told how to).
+		shown, n := newLintErrors(baseDiags, finalDiags)
+		if e.Ask == nil {
+			return &NeedsApprovalError{Reason: reason, LintErrors: shown}
+		}
+		e.logf("%s", reason)
+		if len(shown) > 0 {
+			e.logf("  New linter errors (%d shown of %d):", len(shown), n)
+			for _, l := range shown {
+				e.logf("    %s", l)
+			}
+		}
+		ok, err := e.Ask(ctx, reason)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrRejected
+		}
+		return nil
 	}
 	if e.Ask == nil {
 		return &NeedsApprovalError{Reason: reason}
