@@ -32,10 +32,24 @@ type hostRun struct {
 	argv  func(project, prompt string) []string
 	// check asserts the effect in relay and returns what the tool result must contain.
 	check func(t *testing.T, w *world, srv *fakellm.Server) string
+	// write: the tool changes something, so after a plain relay install the host's own
+	// approval refuses it (refused is the host's message the model gets; "" for Gemini CLI,
+	// which leaves such a tool out of the request), and it runs after --allow-writes.
+	write   bool
+	refused string
 }
 
 var hostRuns = []hostRun{
-	{name: "codex", tool: "memory",
+	// a read-only tool runs headless with no allow flag and no --allow-writes
+	{name: "codex-read", cli: "codex", tool: "read", args: map[string]any{"op": "header"}, setup: codexSetup,
+		argv: func(project, prompt string) []string {
+			return []string{"codex", "exec", "-C", project, "--skip-git-repo-check", "--ephemeral", "--json", prompt}
+		},
+		check: func(t *testing.T, w *world, _ *fakellm.Server) string { return `"v":1` }},
+	{name: "qwen-read", cli: "qwen", tool: "read", args: map[string]any{"op": "header"}, setup: qwenSetup,
+		argv:  qwenArgv,
+		check: func(t *testing.T, w *world, _ *fakellm.Server) string { return `"v":1` }},
+	{name: "codex", tool: "write_memory", write: true, refused: "requires approval",
 		args:  map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "c1", "key": "host", "value": "CODEX-FACT"}}}}},
 		setup: codexSetup,
 		argv: func(project, prompt string) []string {
@@ -47,7 +61,7 @@ var hostRuns = []hostRun{
 			}
 			return `"version":2`
 		}},
-	{name: "claude", tool: "apply",
+	{name: "claude", tool: "edit_files", write: true, refused: "haven't granted",
 		args:  map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("from claude")`},
 		setup: func(t *testing.T, home, url string) []string { return claudeEnv(url) },
 		argv:  claudeArgv,
@@ -64,7 +78,7 @@ var hostRuns = []hostRun{
 			}
 			return log[0].UUID
 		}},
-	{name: "gemini", tool: "memory",
+	{name: "gemini", tool: "write_memory", write: true,
 		args: map[string]any{"op": "put", "content": "GEMINI-ARTIFACT body", "name": "gemini-note.txt"},
 		setup: func(t *testing.T, home, url string) []string {
 			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
@@ -90,15 +104,10 @@ var hostRuns = []hostRun{
 			}
 			return "gemini-note.txt"
 		}},
-	{name: "qwen", tool: "memory",
-		args: map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "q1", "key": "host", "value": "QWEN-FACT"}}}}},
-		setup: func(t *testing.T, home, url string) []string {
-			writeFile(t, filepath.Join(home, ".qwen", "settings.json"), `{"security":{"auth":{"selectedType":"openai"}}}`)
-			return []string{"OPENAI_API_KEY=sk-fake", "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_MODEL=fake-model", "TERM=xterm-256color"}
-		},
-		argv: func(project, prompt string) []string {
-			return []string{"qwen", "--auth-type", "openai", "-m", "fake-model", "-o", "text", prompt}
-		},
+	{name: "qwen", tool: "write_memory", write: true, refused: "permission",
+		args:  map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "q1", "key": "host", "value": "QWEN-FACT"}}}}},
+		setup: qwenSetup,
+		argv:  qwenArgv,
 		check: func(t *testing.T, w *world, _ *fakellm.Server) string {
 			if st := w.state(t); !strings.Contains(st, "QWEN-FACT") {
 				t.Errorf("the patch did not land: %s", st)
@@ -106,7 +115,7 @@ var hostRuns = []hostRun{
 			return `"version":2`
 		}},
 	// a friend through relay: claude calls relay's ask, relay asks the real codex
-	{name: "claude-asks-codex", cli: "claude", tool: "ask",
+	{name: "claude-asks-codex", cli: "claude", tool: "ask", write: true, refused: "haven't granted",
 		args: map[string]any{"prompt": "QUESTION-FOR-CODEX: is this change safe?", "to": []string{"codex"}},
 		setup: func(t *testing.T, home, url string) []string {
 			return append(codexSetup(t, home, url), claudeEnv(url)...)
@@ -129,13 +138,22 @@ func codexSetup(t *testing.T, home, url string) []string {
 	return []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "FAKE_OPENAI_KEY=sk-fake"}
 }
 
+func qwenSetup(t *testing.T, home, url string) []string {
+	writeFile(t, filepath.Join(home, ".qwen", "settings.json"), `{"security":{"auth":{"selectedType":"openai"}}}`)
+	return []string{"OPENAI_API_KEY=sk-fake", "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_MODEL=fake-model", "TERM=xterm-256color"}
+}
+
+func qwenArgv(project, prompt string) []string {
+	return []string{"qwen", "--auth-type", "openai", "-m", "fake-model", "-o", "text", prompt}
+}
+
 func claudeEnv(url string) []string {
 	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=dumb"}
 }
 
 func claudeArgv(project, prompt string) []string {
-	return []string{"claude", "-p", prompt, "--allowedTools", "mcp__relay", "--max-turns", "5", "--model", "sonnet",
+	return []string{"claude", "-p", prompt, "--max-turns", "5", "--model", "sonnet",
 		"--output-format", "stream-json", "--verbose"}
 }
 
@@ -194,25 +212,46 @@ func TestRealCLIsCallRelay(t *testing.T) {
 				}
 			}
 			w.env = append(w.env, h.setup(t, w.home, srv.URL)...)
-			// the host's config comes from relay install, as a user's would
+			// the host's config comes from relay install, as a user's would; no allow flag anywhere
 			w.run(t, w.relay, "install", cli)
 
 			prompt := marker + ": use the relay " + h.tool + " tool"
 			argv := h.argv(w.project, prompt)
-			ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, filepath.Join(bin, argv[0]), argv[1:]...)
-			cmd.Dir, cmd.Env = w.project, w.env
-			cmd.Stdin = nil
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			runHost := func() (stdout, stderr bytes.Buffer, err error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, filepath.Join(bin, argv[0]), argv[1:]...)
+				cmd.Dir, cmd.Env = w.project, w.env
+				cmd.Stdin = nil
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				return stdout, stderr, cmd.Run()
+			}
+			if h.write {
+				// the host's own approval refuses a write tool, and says so to the model
+				out, errb, err := runHost()
+				refusedSeen := false
+				for _, r := range srv.Results() {
+					refusedSeen = refusedSeen || h.refused != "" && strings.Contains(r, h.refused)
+				}
+				switch {
+				case err != nil:
+					t.Fatalf("%s (no --allow-writes): %v\n%s\n%s", h.name, err, lastN(out.String(), 3000), lastN(errb.String(), 3000))
+				case h.refused == "" && srv.Calls() != 0:
+					t.Fatalf("%s offered the write tool %s without --allow-writes", h.name, h.tool)
+				case h.refused != "" && !refusedSeen:
+					t.Fatalf("%s ran the write tool %s without --allow-writes, or its refusal %q never reached the model: %q", h.name, h.tool, h.refused, srv.Results())
+				}
+				t.Logf("%s without --allow-writes: refused by the host (%d tool call(s)): %s", h.name, srv.Calls(), firstN(strings.Join(srv.Results(), " | "), 300))
+				w.run(t, w.relay, "install", cli, "--allow-writes")
+			}
+			callsBefore := srv.Calls()
 			start := time.Now()
-			err := cmd.Run()
+			stdout, stderr, err := runHost()
 			t.Logf("%s: %s, exit %v, %d LLM requests, %d tool call(s)", h.name, time.Since(start).Round(time.Millisecond), err, len(srv.Requests()), srv.Calls())
 			for _, r := range srv.Requests() {
 				t.Logf("  LLM saw %s %s model=%q", r.Method, r.Path, r.Model)
 			}
-			if err != nil || srv.Calls() == 0 {
+			if err != nil || srv.Calls() == callsBefore {
 				t.Fatalf("%s: %v (tool calls %d)\nstdout:\n%s\nstderr:\n%s", h.name, err, srv.Calls(), lastN(stdout.String(), 4000), lastN(stderr.String(), 4000))
 			}
 			want := h.check(t, w, srv)
