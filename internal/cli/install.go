@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/mcp"
 	"github.com/relaydev/relay/internal/mcp/hosts"
+	"github.com/relaydev/relay/internal/run"
 	"github.com/relaydev/relay/internal/suggest"
 )
 
@@ -349,8 +352,95 @@ func mcpDoctorChecks() []doctorCheck {
 			if len(where) == 0 {
 				return checkResult{Status: statusWarn, Detail: "relay is not registered", Hint: "relay install " + host}
 			}
-			return checkResult{Status: statusOK, Detail: "registered: " + strings.Join(where, "; ")}
+			detail := "registered: " + strings.Join(where, "; ")
+			st, line := askHost(ctx, f, host)
+			switch st {
+			case hostConnected:
+				return checkResult{Status: statusOK, Detail: detail + "; " + host + " mcp list: connected"}
+			case hostFailed:
+				return checkResult{Status: statusWarn, Detail: detail + "; " + host + " mcp list: failed: " + line,
+					Hint: "run relay mcp by hand in this project to see why it does not start"}
+			case hostNotLoaded:
+				return checkResult{Status: statusWarn, Detail: detail + "; but " + host + " mcp list does not show relay",
+					Hint: "relay install " + host + " again; for a project-scope entry, trust this folder in " + host}
+			case hostNotInstalled:
+				return checkResult{Status: statusOK, Detail: detail + "; " + host + " is not installed here"}
+			}
+			return checkResult{Status: statusOK, Detail: detail + "; " + host + " mcp list did not answer: " + line}
 		}})
 	}
 	return checks
+}
+
+// What a host says about relay when asked.
+const (
+	hostUnknown = iota
+	hostConnected
+	hostFailed
+	hostNotLoaded
+	hostNotInstalled
+)
+
+// maxHostList bounds what relay reads of a host's `mcp list`.
+const maxHostList = 64 << 10
+
+// askHost runs the host's own `mcp list` (which starts every server it has, relay's too)
+// and reads relay's line: the only way to know the host loaded relay, not just that a
+// file names it.
+func askHost(ctx context.Context, f *Factory, host string) (int, string) {
+	exe, err := exec.LookPath(host)
+	if err != nil {
+		return hostNotInstalled, ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := run.Command(ctx, exe, "mcp", "list")
+	if host == "gemini" {
+		// gemini lists servers of an untrusted folder as disabled, user ones too
+		cmd.Env = append(os.Environ(), "GEMINI_CLI_TRUST_WORKSPACE=true")
+	}
+	if wd, err := f.WorkDir(); err == nil {
+		cmd.Dir = wd
+	}
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return hostUnknown, "timed out after 20s"
+	}
+	if len(out) > maxHostList {
+		out = out[:maxHostList]
+	}
+	return hostStatus(string(out), err)
+}
+
+// hostStatus reads relay's line in a host's `mcp list` output: claude prints
+// "relay: CMD - ✓ Connected" or "✗ Failed to connect", gemini and qwen "relay … - Connected"
+// or "Disconnected", codex a table row with its status.
+func hostStatus(out string, runErr error) (int, string) {
+	for _, line := range strings.Split(out, "\n") {
+		l := strings.TrimSpace(iostreams.EscapeLine(line))
+		words := strings.FieldsFunc(strings.ToLower(l), func(r rune) bool {
+			return r == ' ' || r == '\t' || r == ':' || r == '|' || r == '│' || r == '✓' || r == '✗' || r == '●' || r == '○'
+		})
+		if len(words) == 0 || words[0] != hosts.ServerName {
+			continue
+		}
+		low := strings.ToLower(l)
+		switch {
+		case strings.Contains(low, "disconnected"), strings.Contains(low, "fail"), strings.Contains(low, "✗"), strings.Contains(low, "error"), strings.Contains(low, "disabled"):
+			return hostFailed, l
+		case strings.Contains(low, "connected"), strings.Contains(low, "✓"), strings.Contains(low, "enabled"), strings.Contains(low, "ready"):
+			return hostConnected, l
+		}
+		return hostUnknown, l
+	}
+	if runErr != nil {
+		return hostUnknown, strings.TrimSpace(iostreams.EscapeLine(outputLine(out)))
+	}
+	return hostNotLoaded, ""
+}
+
+// outputLine is the first line of a command's output.
+func outputLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }
