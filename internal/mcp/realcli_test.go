@@ -37,6 +37,8 @@ type hostRun struct {
 	// which leaves such a tool out of the request), and it runs after --allow-writes.
 	write   bool
 	refused string
+	// allowWrites installs with --allow-writes from the start (no refusal run).
+	allowWrites bool
 }
 
 var hostRuns = []hostRun{
@@ -49,17 +51,19 @@ var hostRuns = []hostRun{
 	{name: "qwen-read", cli: "qwen", tool: "read", args: map[string]any{"op": "header"}, setup: qwenSetup,
 		argv:  qwenArgv,
 		check: func(t *testing.T, w *world, _ *fakellm.Server) string { return `"v":1` }},
-	{name: "codex", tool: "write_memory", write: true, refused: "requires approval",
-		args:  map[string]any{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts", "value": []any{map[string]any{"id": "c1", "key": "host", "value": "CODEX-FACT"}}}}},
+	// codex's own approval lets a non-destructive write (write_memory) through; it refuses
+	// the destructive edit_files until relay install --allow-writes
+	{name: "codex", tool: "edit_files", write: true, refused: "requires approval",
+		args:  map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("from codex")`},
 		setup: codexSetup,
 		argv: func(project, prompt string) []string {
 			return []string{"codex", "exec", "-C", project, "--skip-git-repo-check", "--ephemeral", "--json", prompt}
 		},
 		check: func(t *testing.T, w *world, _ *fakellm.Server) string {
-			if st := w.state(t); !strings.Contains(st, "CODEX-FACT") {
-				t.Errorf("the patch did not land: %s", st)
+			if !strings.Contains(readFile(t, w, "main.go"), `println("from codex")`) {
+				t.Errorf("main.go was not edited:\n%s", readFile(t, w, "main.go"))
 			}
-			return `"version":2`
+			return `"summary":"Editmain.go`
 		}},
 	{name: "claude", tool: "edit_files", write: true, refused: "haven't granted",
 		args:  map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("from claude")`},
@@ -115,7 +119,7 @@ var hostRuns = []hostRun{
 			return `"version":2`
 		}},
 	// a friend through relay: claude calls relay's ask, relay asks the real codex
-	{name: "claude-asks-codex", cli: "claude", tool: "ask", write: true, refused: "haven't granted",
+	{name: "claude-asks-codex", cli: "claude", tool: "ask", allowWrites: true,
 		args: map[string]any{"prompt": "QUESTION-FOR-CODEX: is this change safe?", "to": []string{"codex"}},
 		setup: func(t *testing.T, home, url string) []string {
 			return append(codexSetup(t, home, url), claudeEnv(url)...)
@@ -242,6 +246,13 @@ func TestRealCLIsCallRelay(t *testing.T) {
 					t.Fatalf("%s ran the write tool %s without --allow-writes, or its refusal %q never reached the model: %q", h.name, h.tool, h.refused, srv.Results())
 				}
 				t.Logf("%s without --allow-writes: refused by the host (%d tool call(s)): %s", h.name, srv.Calls(), firstN(strings.Join(srv.Results(), " | "), 300))
+				// a fresh model for the second run: its first turn must not see the first run's results
+				srv = fakellm.New(t, "DONE: relay answered "+marker, func(s *fakellm.Server) {
+					s.Tool = &fakellm.ToolCall{Server: "relay", Name: h.tool, Args: h.args, Trigger: marker}
+				})
+				w.env = append(w.env, h.setup(t, w.home, srv.URL)...) // later entries win
+			}
+			if h.write || h.allowWrites {
 				w.run(t, w.relay, "install", cli, "--allow-writes")
 			}
 			callsBefore := srv.Calls()
