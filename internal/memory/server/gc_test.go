@@ -227,9 +227,11 @@ func TestArtifactLargerThanTheDatabaseLimit(t *testing.T) {
 		s := New(Options{Store: st, Version: "test"})
 		h := httptest.NewServer(s.Handler())
 		c := teamClient{t, h.URL, &http.Client{Timeout: 2 * time.Minute}}
-		code, _, body, _ := c.do("POST", "/threads", []byte(`{}`))
+		code, _, body, err := c.do("POST", "/threads", []byte(`{}`))
 		var th memory.Thread
-		json.Unmarshal(body, &th)
+		if err != nil || code != 201 || json.Unmarshal(body, &th) != nil {
+			t.Fatalf("create thread: %d %v", code, err)
+		}
 		code, _, body, err = c.do("POST", "/threads/"+th.ID+"/artifacts?name=big.bin", big, "Content-Type", "application/octet-stream")
 		if !bucket {
 			if err != nil || code != http.StatusRequestEntityTooLarge {
