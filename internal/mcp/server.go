@@ -209,9 +209,13 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	s.ctx = ctx
 	s.mu.Unlock()
 	if s.jobs.DefaultThread != nil && s.jobs.Memory != nil {
-		if id, err := s.jobs.DefaultThread(ctx, false); err == nil && id != "" {
-			s.watch(id)
-		}
+		// in the background: finding the thread may start the daemon, and a host waits for
+		// initialize (Claude Code -p starts the prompt without a server still pending)
+		go func() {
+			if id, err := s.jobs.DefaultThread(ctx, false); err == nil && id != "" {
+				s.watch(id)
+			}
+		}()
 	}
 	return s.srv.Run(ctx, t)
 }
