@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -146,6 +145,3 @@ func askSchema(backends []string) json.RawMessage {
 		`"timeout":{"type":"integer","minimum":1,"description":"seconds"},` +
 		`"thread":{"type":"string"}}}`)
 }
-
-// opList is for error messages.
-func opList(ops []string) string { return strings.Join(ops, ", ") }
