@@ -21,7 +21,6 @@ import (
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/run"
-	"github.com/relaydev/relay/internal/trust"
 	"github.com/relaydev/relay/internal/workspace"
 )
 
@@ -41,13 +40,13 @@ type ApplyOptions struct {
 	Format string
 	// Home returns $RELAY_HOME, where the record key lives.
 	Home func() (string, error)
-	// Mem records transactions in the memory thread (nil: do not record).
-	Mem *txnMemory
+	// Memory records transactions in the thread (nil: do not record); Thread is --thread.
+	Memory *workspace.Memory
+	Thread string
 }
 
 func newCmdApply(f *Factory) *cobra.Command {
 	opts := &ApplyOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
-	var thread string
 	cmd := &cobra.Command{
 		Use:     "apply <file|->",
 		Aliases: []string{"a"},
@@ -86,11 +85,11 @@ next relay command in the project restores it from the pending record.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
-			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
+			opts.Memory = f.memory()
 			return applyRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&thread, "thread", "", "record the transaction in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
+	cmd.Flags().StringVar(&opts.Thread, "thread", "", "record the transaction in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	cmd.Flags().StringVar(&opts.Format, "format", "", "read the answer in this format only: relay, diff, codex, search-replace, edit or whole (default: detect)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve the changes without asking")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change and touch nothing")
@@ -159,42 +158,27 @@ func applyRun(ctx context.Context, opts *ApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	resp, err := patch.ParseAnswer(string(data), format)
-	if err != nil {
-		return answerError(err, opts.File)
-	}
-	printIgnored(opts.IO.ErrOut, resp)
-	eng, _, err := newEngine(ctx, opts.IO, cfg, opts.Home, false)
+	ws := personWorkspace(opts.IO, cfg, opts.Home, opts.Memory, opts.Thread)
+	out, err := ws.Apply(ctx, workspace.AnswerRequest{Text: string(data), Source: opts.File, Format: format,
+		Yes: opts.Yes, AllowConfigChange: opts.AllowConfigChange, DryRun: opts.DryRun})
 	if err != nil {
 		return err
 	}
-	req := txn.Request{Response: resp, Yes: opts.Yes, AllowConfigChange: opts.AllowConfigChange}
 	if opts.DryRun {
-		eng.Logf = nil
-		plan, err := eng.DryRun(req)
-		if err != nil {
-			return txnError(err, opts.File)
-		}
 		if opts.JSON {
 			return writeJSON(opts.IO.Out, struct {
 				Format patch.Format `json:"format"`
 				*txn.Plan
-			}{resp.Format, plan})
+			}{out.Answer.Format, out.Plan})
 		}
-		printFormat(opts.IO.Out, resp)
-		printPlan(opts.IO.Out, plan)
+		printFormat(opts.IO.Out, out.Answer)
+		printPlan(opts.IO.Out, out.Plan)
 		return nil
 	}
-	res, err := eng.Run(ctx, req)
-	if err != nil {
-		opts.Mem.recordFailure(ctx, err)
-		return txnError(err, opts.File)
-	}
-	opts.Mem.recordTxn(ctx, EventTxnApplied, cfg.Dir, res.State, nil)
 	if !opts.JSON {
-		printFormat(opts.IO.Out, resp)
+		printFormat(opts.IO.Out, out.Answer)
 	}
-	return printCommitted(opts.IO, res, opts.JSON, resp.Format)
+	return printCommitted(opts.IO, out.Result, opts.JSON, out.Answer.Format)
 }
 
 // answerFormat reads --format.
@@ -207,18 +191,6 @@ func answerFormat(name string) (patch.Format, error) {
 		return "", WithHint(fmt.Errorf("unknown --format %q", name), "use one of relay, diff, codex, search-replace, edit, whole, or leave --format out to detect it")
 	}
 	return f, nil
-}
-
-// answerError explains an answer relay could not read, with the next step
-// (the mapping lives in workspace; file "" is an agent's tool call).
-func answerError(err error, file string) error {
-	p := workspace.Person
-	if file == "" {
-		p = workspace.Agent
-	}
-	ae := &workspace.AnswerError{Source: file, Err: err}
-	_, hint := workspace.Explain(ae, p)
-	return WithHint(ae, hint)
 }
 
 // printFormat names the format an answer was read in: "format: git diff, 3 files".
@@ -235,76 +207,6 @@ func displayName(file string) string {
 		return "stdin"
 	}
 	return file
-}
-
-// txnOptions maps the project config onto what a transaction follows.
-func txnOptions(cfg *config.Config) txn.Options {
-	return txn.Options{
-		ProjectID:            cfg.ProjectID,
-		ApprovalMode:         cfg.Patch.ApprovalMode,
-		ApprovalOnErrorCount: cfg.Patch.ApprovalOnErrorCount,
-		Linter:               cfg.Patch.Linter,
-		PreCommand:           cfg.Patch.PreCommand,
-		PostCommand:          cfg.Patch.PostCommand,
-		MinFileChanges:       cfg.Patch.MinFileChanges,
-		MaxFileChanges:       cfg.Patch.MaxFileChanges,
-		AutoGitBranch:        cfg.Git.AutoGitBranch,
-		GitBranchPrefix:      cfg.Git.GitBranchPrefix,
-		GitBranchTemplate:    cfg.Git.GitBranchTemplate,
-		FuzzyThreshold:       cfg.Patch.FuzzyThreshold,
-	}
-}
-
-// newEngine builds a transaction engine for the project: progress on
-// stderr, approval asked on the terminal when there is one (even with -y:
-// a config change still needs a person), records sealed with the key in
-// $RELAY_HOME. The config's commands (pre/post-command, linter) are the
-// engine's only when the person trusts this config (trust.Gate): a person
-// at a terminal is asked; an agent (agent true: a tool call through relay
-// mcp) never is, and never gives trust. note says what was left out and why.
-func newEngine(ctx context.Context, ios *iostreams.IOStreams, cfg *config.Config, home func() (string, error), agent bool) (eng *txn.Engine, note string, err error) {
-	if home == nil {
-		home = relayhome.Dir
-	}
-	dir, err := home()
-	if err != nil {
-		return nil, "", err
-	}
-	key, err := txn.LoadRecordKey(dir)
-	if err != nil {
-		return nil, "", WithHint(fmt.Errorf("load the record key: %w", err), "relay doctor")
-	}
-	var ask trust.Asker
-	if !agent && ios.IsStdinTTY() {
-		ask = func(q string) (bool, error) { return askYesNo(ctx, ios, q) }
-	}
-	d, err := trust.Open(dir).Gate(cfg, ask)
-	if err != nil {
-		return nil, "", err
-	}
-	if n := d.Note(cfg.File); n != "" {
-		note = n
-		if !agent {
-			fmt.Fprintf(ios.ErrOut, "Warning: %s.\nTry: %s\n", n, trust.Hint)
-		}
-	}
-	run := trust.Strip(cfg, d)
-	eng = &txn.Engine{
-		Dir:       cfg.Dir,
-		Opts:      txnOptions(run),
-		Logf:      func(format string, args ...any) { fmt.Fprintf(ios.ErrOut, format+"\n", args...) },
-		RecordKey: key,
-	}
-	if ios.IsStdinTTY() && !agent {
-		notifications := cfg.Core.EnableNotifications
-		eng.Ask = func(ctx context.Context, reason string) (bool, error) {
-			if notifications {
-				notify("relay: approval needed", reason)
-			}
-			return askYesNo(ctx, ios, "Changes applied. Do you want to approve and commit them? (y/N) ")
-		}
-	}
-	return eng, note, nil
 }
 
 var (
@@ -358,81 +260,9 @@ func notify(title, body string) {
 	}()
 }
 
-// recoverProject rolls back transactions a crashed relay left pending in
-// the project, and says so. The root command runs it before every command.
-func recoverProject(ios *iostreams.IOStreams, home func() (string, error), dir string) error {
-	var key []byte
-	if home == nil {
-		home = relayhome.Dir
-	}
-	if h, err := home(); err == nil {
-		key, _ = txn.ReadRecordKey(h) // no key: no record here can be this machine's
-	}
-	recs, err := txn.Recover(dir, key)
-	for _, r := range recs {
-		if r.Refused != "" {
-			fmt.Fprintf(ios.ErrOut, "Warning: left %s alone: %s.\n", r.Record, r.Refused)
-			fmt.Fprintf(ios.ErrOut, "Try: move it out of the project if you do not need it (mv %s /tmp/), or see relay doctor\n", shellQuote(r.Record))
-			continue
-		}
-		if r.Committed {
-			fmt.Fprintf(ios.ErrOut, "Cleaned up after an interrupted commit of transaction %s (it is committed).\n", r.UUID)
-			continue
-		}
-		fmt.Fprintf(ios.ErrOut, "Recovered interrupted transaction %s: rolled back, %d file(s) restored", r.UUID, len(r.Restored))
-		if len(r.Restored) > 0 {
-			fmt.Fprintf(ios.ErrOut, " (%s)", strings.Join(r.Restored, ", "))
-		}
-		fmt.Fprintln(ios.ErrOut, ".")
-		if r.SavedTo != "" {
-			fmt.Fprintf(ios.ErrOut, "The files as they were before this recovery are kept in %s.\n", r.SavedTo)
-		}
-	}
-	var rerr *txn.RecordError
-	if errors.As(err, &rerr) {
-		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err),
-			fmt.Sprintf("restore its files by hand from the snapshot in it if needed, then move it aside: mv %s %s.bad   (relay doctor explains each record)", shellQuote(rerr.Record), shellQuote(rerr.Record)))
-	}
-	if err != nil {
-		return WithHint(fmt.Errorf("recover an interrupted transaction: %w", err), "fix the cause, then run the command again; relay doctor lists the pending records")
-	}
-	return nil
-}
-
-// recordKey is this machine's record key, or nil when there is none (then no record in a
-// project can be this machine's).
-func recordKey(home func() (string, error)) []byte {
-	if home == nil {
-		home = relayhome.Dir
-	}
-	h, err := home()
-	if err != nil {
-		return nil
-	}
-	key, _ := txn.ReadRecordKey(h)
-	return key
-}
-
-// warnIgnored names each committed record relay left out, and why.
-func warnIgnored(w io.Writer, ignored []txn.Ignored) {
-	for _, ig := range ignored {
-		fmt.Fprintf(w, "Warning: ignored %s: %s.\n", ig.Record, ig.Why)
-	}
-	if len(ignored) > 0 {
-		fmt.Fprintln(w, "Try: relay acts only on records it wrote on this machine; move the others out of .relaycode/ if you do not need them")
-	}
-}
-
-// shellQuote quotes a path for a command line the user may copy.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // recoverWorkDir recovers the project governing the working directory, if
-// there is one; the root command can call it before every command.
+// there is one; the root command calls it before every command that runs no
+// transaction of its own (those recover under the transaction's lock).
 func recoverWorkDir(f *Factory) error {
 	dir, err := f.WorkDir()
 	if err != nil {
@@ -442,83 +272,8 @@ func recoverWorkDir(f *Factory) error {
 	if err != nil {
 		return nil // not in a project: nothing to recover
 	}
-	return recoverProject(f.IO, f.Home, filepath.Dir(file))
-}
-
-// approvalHint is the next step after a change that needed approval with no terminal: never
-// a bare -y, since what asked for approval (new linter errors, approvalMode manual) is for a
-// person to read first.
-func approvalHint(need *txn.NeedsApprovalError, file, again string) string {
-	switch {
-	case len(need.LintErrors) > 0 && file == "":
-		return "fix the linter errors above (ask the LLM for a corrected answer); only if they are acceptable: relay watch -y"
-	case len(need.LintErrors) > 0:
-		return "fix the linter errors above (ask the LLM for a corrected answer); only if they are acceptable: " + again + " -y"
-	case file == "":
-		return "relay watch -y, or run relay watch in a terminal"
-	}
-	return "review the change (relay apply --dry-run " + file + "), then " + again + " -y"
-}
-
-// txnError turns a transaction error into a message with the next step.
-func txnError(err error, file string) error {
-	var (
-		skip    *txn.SkipError
-		fail    *txn.Failure
-		busy    *txn.BusyError
-		pathErr *txn.PathError
-		need    *txn.NeedsApprovalError
-	)
-	again := "relay apply " + file
-	if file == "" {
-		again = "copy the corrected response again"
-	}
-	switch {
-	case errors.As(err, &busy):
-		return WithHint(err, "wait for the other relay to finish (relay watch may be running in another terminal)")
-	case errors.As(err, &skip):
-		switch skip.Kind {
-		case txn.SkipDuplicate:
-			return WithHint(err, "relay log   (it is already applied; ask the LLM for a new uuid to apply it again)")
-		case txn.SkipWrongProject:
-			return WithHint(err, "relay prompt   (give the LLM this project's id), or run relay in the right project")
-		}
-		return err
-	case errors.As(err, &fail):
-		switch {
-		case fail.Step == txn.StepInterrupted:
-			return ExitCode(exitInterrupt, err)
-		case errors.As(err, &need) && need.ConfigChange:
-			if file == "" {
-				return WithHint(err, "save the answer to a file, read the config change, then relay apply FILE --allow-config-change")
-			}
-			return WithHint(err, "read the config change (relay apply --dry-run "+file+"), then "+again+" --allow-config-change")
-		case errors.As(err, &need):
-			return WithHint(err, approvalHint(need, file, again))
-		case errors.Is(err, txn.ErrRejected):
-			return err
-		case errors.As(err, &pathErr):
-			return WithHint(err, "ask the LLM to use paths relative to the project root")
-		case fail.Step == txn.StepPatch:
-			return WithHint(err, "ask the LLM to resend that block against the current file; relay apply --dry-run FILE shows where blocks land")
-		case fail.Step == txn.StepPreCommand:
-			return WithHint(err, "fix the command (patch.preCommand in the config) or the project, then "+again)
-		case fail.Step == txn.StepPostCommand:
-			return WithHint(err, "fix the command (patch.postCommand in the config) or the project, then "+again)
-		case fail.RollbackErr != nil:
-			return WithHint(err, "relay log   (retries the rollback)")
-		}
-		return err
-	}
-	return err
-}
-
-// printIgnored names the code blocks the parser skipped, so a malformed
-// block is never dropped without a word.
-func printIgnored(w io.Writer, resp *patch.Response) {
-	for _, b := range resp.Ignored {
-		fmt.Fprintf(w, "Ignored the code block at line %d (```%s): %s\n", b.Line, b.Header, b.Reason)
-	}
+	ws := personWorkspace(f.IO, &config.Config{Dir: filepath.Dir(file)}, f.Home, nil, "")
+	return ws.Recover()
 }
 
 func printPlan(w io.Writer, plan *txn.Plan) {
@@ -577,22 +332,35 @@ func printCommitted(ios *iostreams.IOStreams, res *txn.Result, asJSON bool, form
 		if res.BranchErr != nil {
 			branch = ""
 		}
-		return writeJSON(ios.Out, committedJSON{UUID: st.UUID, Format: format, Files: nonNilFiles(st.Files), Baseline: res.Baseline, Final: res.Final,
+		return writeJSON(ios.Out, committedJSON{UUID: st.UUID, Format: format, Files: workspace.NonNilFiles(st.Files), Baseline: res.Baseline, Final: res.Final,
 			Branch: branch, RevertOf: st.RevertOf, ElapsedMS: res.Duration.Milliseconds()})
 	}
-	added, removed := 0, 0
-	for _, f := range st.Files {
-		added += f.Added
-		removed += f.Removed
-	}
+	added, removed := workspace.Stat(st)
 	_, err := fmt.Fprintf(ios.Out, "Committed transaction %s: %d file(s) changed, +%d -%d, in %s.\n",
 		st.UUID, len(st.Files), added, removed, res.Duration.Round(time.Millisecond))
 	return err
 }
 
-func nonNilFiles(f []txn.FileChange) []txn.FileChange {
-	if f == nil {
-		return []txn.FileChange{}
+// recordKey is this machine's record key, or nil when there is none (then no record in a
+// project can be this machine's).
+func recordKey(home func() (string, error)) []byte {
+	if home == nil {
+		home = relayhome.Dir
 	}
-	return f
+	h, err := home()
+	if err != nil {
+		return nil
+	}
+	key, _ := txn.ReadRecordKey(h)
+	return key
+}
+
+// warnIgnored names each committed record relay left out, and why.
+func warnIgnored(w io.Writer, ignored []txn.Ignored) {
+	for _, ig := range ignored {
+		fmt.Fprintf(w, "Warning: ignored %s: %s.\n", ig.Record, ig.Why)
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintln(w, "Try: relay acts only on records it wrote on this machine; move the others out of .relaycode/ if you do not need them")
+	}
 }

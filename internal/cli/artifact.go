@@ -154,7 +154,7 @@ the project's) is searched first, and is needed for the older abbreviations (a h
 
 func artifactGetRun(ctx context.Context, opts *ArtifactGetOptions) error {
 	// The thread is optional: a ref relay prints names one artifact of the whole store.
-	id, err := memoryThread(opts.F, opts.ThreadID)
+	id, _, err := opts.F.memory().DefaultArg(opts.ThreadID)
 	if err != nil {
 		return WithHint(err, "relay thread use THREAD   (rewrites the project's thread)")
 	}

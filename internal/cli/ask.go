@@ -3,16 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/relaydev/relay/internal/relayhome"
 
@@ -21,7 +17,6 @@ import (
 	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/ask/backend"
 	"github.com/relaydev/relay/internal/iostreams"
-	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/workspace"
 )
 
@@ -44,21 +39,24 @@ type AskOptions struct {
 	Sandbox     string
 	Model       string
 	Timeout     int
-	MaxDepth    int
-	Session     string
-	JSON        bool
-	Stream      bool
-	Background  bool
-	Schema      string // FILE or inline JSON
-	Verdict     bool
-	Review      bool
-	Base        string
+	// TimeoutGiven: --timeout was passed, so PHONE_A_FRIEND_TIMEOUT does not apply.
+	TimeoutGiven bool
+	Schema       string // FILE or inline JSON
+	Verdict      bool
+	Review       bool
+	Base         string
+	MaxDepth     int
+	Session      string
+	JSON         bool
+	Stream       bool
+	Background   bool
 
-	// Thread records the ask in a memory thread (--thread, else $RELAY_THREAD).
-	Thread       string
-	Getenv       func(string) string
-	ThreadClient func(ctx context.Context, arg string) (*client.Client, string, error)
-	HasMCP       bool // relay mcp exists: the friend may have relay's tools
+	// Thread records the ask in a memory thread (--thread, else $RELAY_THREAD, else the
+	// project's thread); Memory is the way to it (nil: not recorded).
+	Thread string
+	Getenv func(string) string
+	Memory *workspace.Memory
+	HasMCP bool // relay mcp exists: the friend may have relay's tools
 
 	streamed bool // the answer's text was printed as it arrived
 	// verdictRefs[i] is where answer i's verdict is stored in the thread;
@@ -69,9 +67,9 @@ type AskOptions struct {
 }
 
 // dedupeNames is the --to list as ask will ask it (aliases resolved, repeats dropped).
-func dedupeNames(to string) []string {
+func dedupeNames(to []string) []string {
 	var out []string
-	for _, n := range strings.Split(to, ",") {
+	for _, n := range to {
 		n = backend.Canonical(strings.TrimSpace(n))
 		if n != "" && !slices.Contains(out, n) {
 			out = append(out, n)
@@ -81,10 +79,7 @@ func dedupeNames(to string) []string {
 }
 
 func newCmdAsk(f *Factory) *cobra.Command {
-	opts := &AskOptions{IO: f.IO, WorkDir: f.WorkDir, Environ: os.Environ, Home: f.Home, Getenv: f.Getenv,
-		ThreadClient: func(ctx context.Context, arg string) (*client.Client, string, error) {
-			return threadClient(ctx, f, arg)
-		}}
+	opts := &AskOptions{IO: f.IO, WorkDir: f.WorkDir, Environ: os.Environ, Home: f.Home, Getenv: f.Getenv}
 	cmd := &cobra.Command{
 		Use:   "ask --to BACKEND --prompt TEXT|-",
 		Short: "Phone a friend: ask another agent CLI (codex, claude, gemini, …) for advice",
@@ -104,9 +99,15 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
   relay ask --to claude --stream --prompt "Explain the retry loop in client.go"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := askEnvDefaults(cmd, opts, f.Getenv); err != nil {
-				return err
+			// A flag left unset takes phone-a-friend's PHONE_A_FRIEND_* default (workspace.Ask).
+			fl := cmd.Flags()
+			if !fl.Changed("to") {
+				opts.To = ""
 			}
+			if !fl.Changed("sandbox") {
+				opts.Sandbox = ""
+			}
+			opts.TimeoutGiven = fl.Changed("timeout")
 			if opts.IncludeDiff && opts.DiffBase != "" {
 				return WithHint(Usagef("use --include-diff or --diff-base, not both"), "relay ask --help")
 			}
@@ -122,16 +123,13 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 			if opts.Review && opts.IncludeDiff {
 				return WithHint(Usagef("--review sends every uncommitted change already; drop --include-diff"), "relay ask --review [--base REF]")
 			}
-			if opts.Stream && !opts.JSON && len(dedupeNames(opts.To)) > 1 {
-				return WithHint(Usagef("--stream prints one friend's answer as it arrives"),
-					"ask one friend with --stream, or add --json for one event a line from each friend")
-			}
 			if opts.Background {
 				return askBackground(cmd, opts)
 			}
 			if c, _, err := cmd.Root().Find([]string{"mcp"}); err == nil && c != cmd.Root() {
 				opts.HasMCP = true
 			}
+			opts.Memory = f.memory()
 			if id := f.Getenv(askJobEnv); id != "" {
 				opts.jobID = id
 				err := askRun(cmd.Context(), opts)
@@ -155,13 +153,13 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.IntVar(&opts.MaxDepth, "max-depth", ask.DefaultMaxDepth, "refuse when PHONE_A_FRIEND_DEPTH is at or above this")
 	fl.StringVar(&opts.Session, "session", "", "continue the conversation with this `LABEL` (claude, codex, gemini, qwen)")
 	fl.BoolVar(&opts.JSON, "json", false, "print {backend, model, answer, duration_ms, tokens, cost_usd} as JSON")
+	fl.BoolVar(&opts.Stream, "stream", false, "print the answer as it arrives (with --json: every event as one JSON line, then the answer)")
+	fl.StringVarP(&opts.Thread, "thread", "t", "", "record the ask in this memory `THREAD` (default $RELAY_THREAD, then the project's thread): the friend gets the header and refs, the answer is stored")
 	fl.StringVar(&opts.Schema, "schema", "", "the answer must be JSON matching this JSON Schema (`FILE` or inline JSON)")
 	fl.BoolVar(&opts.Verdict, "verdict", false, "ask for a verdict: approve or request-changes, with findings (file, line, severity)")
 	fl.BoolVar(&opts.Review, "review", false, "review the uncommitted changes (with --base REF: the branch since REF); --prompt is optional")
 	fl.StringVar(&opts.Base, "base", "", "with --review: review `REF`...HEAD plus uncommitted changes")
 	fl.BoolVar(&opts.Background, "background", false, "return at once with a job id; see it with relay ask jobs and relay ask result ID")
-	fl.BoolVar(&opts.Stream, "stream", false, "print the answer as it arrives (with --json: every event as one JSON line, then the answer)")
-	fl.StringVarP(&opts.Thread, "thread", "t", "", "record the ask in this memory `THREAD` (default $RELAY_THREAD): the friend gets the header and refs, the answer is stored")
 	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f), newCmdAskJobs(f), newCmdAskResult(f))
 	return cmd
 }
@@ -232,29 +230,6 @@ func newCmdAskForget(f *Factory) *cobra.Command {
 	}
 }
 
-// askEnvDefaults applies phone-a-friend's environment overrides to flags the
-// user did not pass, so scripts written for it keep working.
-func askEnvDefaults(cmd *cobra.Command, opts *AskOptions, getenv func(string) string) error {
-	fl := cmd.Flags()
-	if v := strings.TrimSpace(getenv("PHONE_A_FRIEND_BACKEND")); v != "" && !fl.Changed("to") {
-		opts.To = v
-	}
-	if v := strings.TrimSpace(getenv("PHONE_A_FRIEND_SANDBOX")); v != "" && !fl.Changed("sandbox") {
-		opts.Sandbox = v
-	}
-	if v := strings.TrimSpace(getenv("PHONE_A_FRIEND_TIMEOUT")); v != "" && !fl.Changed("timeout") {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return WithHint(Usagef("PHONE_A_FRIEND_TIMEOUT=%q is not a whole number of seconds", v), "unset it or pass --timeout SECONDS")
-		}
-		opts.Timeout = n
-	}
-	if v := strings.ToLower(strings.TrimSpace(getenv("PHONE_A_FRIEND_INCLUDE_DIFF"))); (v == "1" || v == "true") && !fl.Changed("include-diff") && !fl.Changed("diff-base") {
-		opts.IncludeDiff = true
-	}
-	return nil
-}
-
 // askJSON is the stable --json shape; unknown values are left out.
 type askJSON struct {
 	Backend    string      `json:"backend"`
@@ -265,6 +240,9 @@ type askJSON struct {
 	CostUSD    *float64    `json:"cost_usd,omitempty"`
 	Session    string      `json:"session,omitempty"`
 	Error      *askJSONErr `json:"error,omitempty"`
+	// With a thread: the stored answer's ref, and answer is its preview.
+	Ref       string `json:"ref,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
 	// With --schema or --verdict: the answer's JSON value, checked.
 	JSON    json.RawMessage `json:"json,omitempty"`
 	Verdict *ask.Verdict    `json:"verdict,omitempty"`
@@ -272,9 +250,6 @@ type askJSON struct {
 	// With a thread: where the verdict is stored, and earlier verdicts on the same diff.
 	VerdictRef    string   `json:"verdict_ref,omitempty"`
 	PriorVerdicts []string `json:"prior_verdicts,omitempty"`
-	// With a thread: the stored answer's ref, and answer is its preview.
-	Ref       string `json:"ref,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
 }
 
 type askTokens struct {
@@ -302,98 +277,58 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	if err != nil {
 		return WithHint(fmt.Errorf("cannot find the current directory: %w", err), "cd into the repository and try again")
 	}
-	asker := opts.Asker
-	if asker == nil {
-		var store *ask.SessionStore
-		if home, err := opts.Home(); err == nil && home != "" {
-			store = &ask.SessionStore{Dir: filepath.Join(home, relayhome.AskDir)}
-		}
-		asker = ask.New(store)
-	}
 	schemaJSON, err := readSchemaArg(opts.Schema, wd)
 	if err != nil {
 		return err
 	}
-	req := ask.Request{
-		Schema: schemaJSON, Verdict: opts.Verdict, Review: opts.Review,
-		To: strings.Split(opts.To, ","), Prompt: opts.Prompt, Repo: opts.Repo,
-		ContextFile: opts.ContextFile, ContextText: opts.ContextText,
-		IncludeDiff: opts.IncludeDiff, DiffBase: opts.DiffBase,
-		Sandbox: opts.Sandbox, Model: opts.Model, TimeoutSeconds: opts.Timeout,
-		MaxDepth: opts.MaxDepth, Session: opts.Session, Env: opts.Environ(), WorkDir: wd,
+	ws := &workspace.Workspace{Principal: workspace.Person, WorkDir: wd, Home: opts.Home, Getenv: opts.Getenv, Environ: opts.Environ,
+		Notes: opts.IO.ErrOut, Memory: opts.Memory, Thread: opts.Thread, Asker: opts.Asker}
+	var to []string
+	if opts.To != "" {
+		to = strings.Split(opts.To, ",")
 	}
-	mem, err := setupAskMemory(ctx, opts, &req)
+	req := workspace.AskRequest{HasMCP: opts.HasMCP, TimeoutGiven: opts.TimeoutGiven, Request: ask.Request{
+		To: to, Prompt: opts.Prompt, Repo: opts.Repo, ContextFile: opts.ContextFile, ContextText: opts.ContextText,
+		IncludeDiff: opts.IncludeDiff, DiffBase: opts.DiffBase, Sandbox: opts.Sandbox, Model: opts.Model,
+		TimeoutSeconds: opts.Timeout, MaxDepth: opts.MaxDepth, Session: opts.Session,
+		Schema: schemaJSON, Verdict: opts.Verdict, Review: opts.Review,
+	}}
+	if err := ws.AskDefaults(&req); err != nil {
+		return err
+	}
+	names := dedupeNames(req.To)
+	if opts.Stream && !opts.JSON && len(names) > 1 {
+		return WithHint(Usagef("--stream prints one friend's answer as it arrives"),
+			"ask one friend with --stream, or add --json for one event a line from each friend")
+	}
+	prog := newAskProgress(opts.IO, names, opts.Stream, opts.JSON)
+	req.OnEvent = prog.event
+	req.Job = opts.jobID
+	res, err := ws.Ask(ctx, req)
+	prog.finish()
 	if err != nil {
 		return err
 	}
-	if mem != nil && opts.jobID != "" {
-		// the job's life is events in the thread, so the UI shows it live
-		_ = appendEvent(ctx, mem.c, mem.thread, "ask.job.started", map[string]any{"job": opts.jobID, "to": dedupeNames(opts.To)})
-		defer func() {
-			_ = appendEvent(context.WithoutCancel(ctx), mem.c, mem.thread, "ask.job.finished", map[string]any{"job": opts.jobID})
-		}()
-	}
-	prog := newAskProgress(opts.IO, dedupeNames(opts.To), opts.Stream, opts.JSON)
-	req.OnEvent = prog.event
-	p, err := asker.Prepare(ctx, req)
-	if err != nil {
-		prog.finish()
-		return askError(err)
-	}
-	var prior []string
-	if mem != nil && p.DiffSHA256 != "" {
-		// a verdict already given on this exact diff is cited by ref, not pasted
-		arts, err := workspace.PriorVerdicts(ctx, mem.c, mem.thread, p.DiffSHA256)
-		if err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "Warning: could not look for earlier verdicts in thread %s: %v\n", mem.thread, firstLine(err.Error()))
-		} else if len(arts) > 0 {
-			if err := p.AddNote("Earlier Verdicts", workspace.VerdictNote(arts)); err != nil {
-				prog.finish()
-				return askError(err)
-			}
-			for _, a := range arts {
-				prior = append(prior, a.Ref)
-			}
-		}
-	}
-	answers := asker.Run(ctx, p)
-	prog.finish()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	opts.streamed = prog.streamed
-	var recs []*askRecord
-	if mem != nil {
-		recs = mem.record(ctx, opts, answers)
-		opts.verdictRefs = make([]string, len(answers))
-		for i, a := range answers {
-			if a.Err != nil || a.Verdict == nil || p.DiffSHA256 == "" {
-				continue
-			}
-			art, err := workspace.RecordVerdict(ctx, mem.c, mem.thread, p.DiffSHA256, a)
-			if err != nil {
-				fmt.Fprintf(opts.IO.ErrOut, "Warning: the verdict of %s was not stored in thread %s: %v\n", a.Backend, mem.thread, firstLine(err.Error()))
-				continue
-			}
-			opts.verdictRefs[i] = art.Ref
-		}
+	opts.verdictRefs, opts.priorVerdicts = res.VerdictRefs, nil
+	for _, a := range res.PriorVerdicts {
+		opts.priorVerdicts = append(opts.priorVerdicts, a.Ref)
 	}
-	opts.priorVerdicts = prior
-	if len(prior) > 0 && !opts.JSON {
-		fmt.Fprintf(opts.IO.ErrOut, "This diff was judged before: the friend was pointed at %s\n", strings.Join(prior, ", "))
+	if len(opts.priorVerdicts) > 0 && !opts.JSON {
+		fmt.Fprintf(opts.IO.ErrOut, "This diff was judged before: the friend was pointed at %s\n", strings.Join(opts.priorVerdicts, ", "))
 	}
-	for _, a := range answers {
+	for _, a := range res.Answers {
 		if a.NewSession && a.Err == nil {
 			fmt.Fprintf(opts.IO.ErrOut, "Started conversation %q with %s; continue it with --session %s\n", a.Session, a.Backend, a.Session)
 		}
 	}
-	return printAnswers(opts, answers, recs)
+	return printAnswers(opts, res.Answers, res.Records)
 }
 
 // printAnswers prints each answer; an answer stored in a thread (recs[i] set) is printed as
 // its ref and preview, and the full text stays one `relay artifact get` away.
-func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) error {
-	rec := func(i int) *askRecord {
+func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*workspace.AnswerRecord) error {
+	rec := func(i int) *workspace.AnswerRecord {
 		if i < len(recs) {
 			return recs[i]
 		}
@@ -445,9 +380,9 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 		a := answers[0]
 		if a.Err != nil {
 			if opts.JSON {
-				return JSONShown(askError(a.Err)) // the answer object above holds the error
+				return JSONShown(a.Err) // the answer object above holds the error
 			}
-			return askError(a.Err)
+			return a.Err
 		}
 		switch {
 		case opts.JSON:
@@ -458,7 +393,7 @@ func printAnswers(opts *AskOptions, answers []ask.Answer, recs []*askRecord) err
 			}
 		case opts.streamed && rec(0) != nil:
 			r := rec(0)
-			fmt.Fprintf(out, "[stored as artifact %s]\n", r.Ref)
+			fmt.Fprintf(out, "[stored as artifact %s]\n", r.ShortRef())
 		case opts.streamed:
 		default:
 			fmt.Fprintln(out, text(0))
@@ -551,42 +486,10 @@ func toAskJSON(a ask.Answer) askJSON {
 	return j
 }
 
-// askError shows ask's message (the stable text, which --json keeps exactly) in relay's
-// style, lower case after "Error: " (a friend's own message is quoted as it is), with its
-// hint; a mistake in the request exits 2.
-func askError(err error) error {
-	var ae *ask.Error
-	if errors.As(err, &ae) {
-		msg := ae.Message
-		if ae.Backend == "" { // a friend's own words stay as they are
-			msg = lowerFirst(msg)
-		}
-		err := WithHint(errors.New(msg), ae.Hint)
-		if ae.Usage {
-			return UsageError(err)
-		}
-		return err
-	}
-	return err
-}
-
-// lowerFirst lower-cases a message's first letter unless it starts an acronym or a name
-// written in capitals ("HTTP 500", "PATH").
-func lowerFirst(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if n == 0 || !unicode.IsUpper(r) {
-		return s
-	}
-	if next, _ := utf8.DecodeRuneInString(s[n:]); unicode.IsUpper(next) {
-		return s
-	}
-	return string(unicode.ToLower(r)) + s[n:]
-}
-
 // storedAnswer is what the caller sees of an answer stored in a thread: the ref and the
 // preview (the answer itself when it fits the preview).
-func storedAnswer(r *askRecord) string {
-	ref := r.Ref
+func storedAnswer(r *workspace.AnswerRecord) string {
+	ref := r.ShortRef()
 	if !r.Truncated {
 		return r.Preview + "\n[stored as artifact " + ref + "]"
 	}

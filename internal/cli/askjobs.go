@@ -18,6 +18,7 @@ import (
 
 	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/relayhome"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // askJobEnv names the job a background `relay ask` runs as.
@@ -50,8 +51,19 @@ func askBackground(cmd *cobra.Command, opts *AskOptions) error {
 	if strings.TrimSpace(prompt) == "" && !opts.Review && !opts.Verdict && opts.Base == "" {
 		return WithHint(Usagef("Prompt is required"), "pass the question with --prompt TEXT")
 	}
-	thread, _ := askThread(opts)
-	job, err := store.NewJob(dedupeNames(opts.To), prompt, thread, time.Now())
+	thread := opts.Thread
+	if thread == "" {
+		thread = opts.Getenv("RELAY_THREAD")
+	}
+	// the friends the job asks, with phone-a-friend's defaults for what the flags left out
+	req := workspace.AskRequest{TimeoutGiven: true}
+	if opts.To != "" {
+		req.To = strings.Split(opts.To, ",")
+	}
+	if err := (&workspace.Workspace{Getenv: opts.Getenv, Environ: opts.Environ}).AskDefaults(&req); err != nil {
+		return err
+	}
+	job, err := store.NewJob(dedupeNames(req.To), prompt, thread, time.Now())
 	if err != nil {
 		return WithHint(fmt.Errorf("cannot create the job: %w", err), "check that $RELAY_HOME is writable")
 	}
@@ -145,7 +157,7 @@ func newCmdAskJobs(f *Factory) *cobra.Command {
 			fmt.Fprintln(tw, "ID\tSTATUS\tSTARTED\tTO\tPROMPT")
 			for _, j := range jobs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.ID, j.Status, j.Started.Local().Format("2006-01-02 15:04:05"),
-					field(strings.Join(j.To, ",")), field(clipRunes(j.Prompt, 60)))
+					field(strings.Join(j.To, ",")), field(workspace.ClipRunes(j.Prompt, 60)))
 			}
 			return tw.Flush()
 		},

@@ -13,6 +13,7 @@ import (
 	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // ExportOptions are the inputs of `relay export`.
@@ -52,7 +53,7 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	tid, err := resolveThread(ctx, c, opts.Thread)
+	tid, err := workspace.ResolveThread(ctx, c, opts.Thread)
 	if err != nil {
 		return err
 	}

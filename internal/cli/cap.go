@@ -15,6 +15,7 @@ import (
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 func newCmdCap(f *Factory) *cobra.Command {
@@ -177,7 +178,7 @@ func capInvokeRun(ctx context.Context, opts *CapInvokeOptions) error {
 	if err != nil {
 		return err
 	}
-	tid, err := resolveThread(ctx, c, opts.Thread)
+	tid, err := workspace.ResolveThread(ctx, c, opts.Thread)
 	if err != nil {
 		return err
 	}

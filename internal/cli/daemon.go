@@ -23,6 +23,7 @@ import (
 	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // exitNotRunning is `relay status`'s exit code when no daemon runs (as systemctl status).
@@ -48,42 +49,9 @@ func memoryClient(f *Factory) (*client.Client, error) {
 	return c, nil
 }
 
-// apiErr adds the next step to a daemon error.
-func apiErr(err error, threadID string) error {
-	var ue *client.UnreachableError
-	var ae *client.APIError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ue):
-		return WithHint(err, "relay up")
-	case errors.As(err, &ae):
-		switch {
-		case ae.Status == 401:
-			return WithHint(err, tokenHint(ae.TokenFrom))
-		case ae.Code == "version_conflict" && threadID != "":
-			return WithHint(err, "relay state get --thread "+threadID)
-		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
-			return WithHint(err, "relay runs")
-		case ae.Status == 404 && strings.HasPrefix(ae.Message, "version ") && threadID != "":
-			return WithHint(err, "relay state get --thread "+threadID)
-		case ae.Status == 404 && threadID != "":
-			return WithHint(err, "relay artifact ls --thread "+threadID)
-		}
-	}
-	return err
-}
-
-// tokenHint is the next step after the daemon refused a token, naming where it came from.
-func tokenHint(from string) string {
-	switch from {
-	case "RELAY_TOKEN":
-		return "RELAY_TOKEN holds a token this daemon refuses: unset it to use the one in relay's config.json, or set the daemon's"
-	case "":
-		return "give the daemon's API token (the \"token\" in the config.json of its RELAY_HOME) as RELAY_TOKEN"
-	}
-	return "the token in " + from + " is not this daemon's; restart the daemon of that RELAY_HOME (relay down; relay up), or set RELAY_TOKEN to its token"
-}
+// apiErr marks a daemon error with the thread it was about, for its next step
+// (workspace.Explain).
+func apiErr(err error, threadID string) error { return workspace.MemoryError(err, threadID) }
 
 // UpOptions are the inputs of `relay up`.
 type UpOptions struct {
@@ -455,7 +423,7 @@ func threadClient(ctx context.Context, f *Factory, arg string) (*client.Client, 
 	if _, err := uuid.Parse(arg); err == nil && len(arg) == 36 {
 		return c, arg, nil
 	}
-	id, err := resolveThread(ctx, c, arg)
+	id, err := workspace.ResolveThread(ctx, c, arg)
 	if err != nil {
 		return nil, "", err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/run"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // checkStatus is the outcome of one doctor check.
@@ -193,7 +194,7 @@ func checkPendingRecords(ctx context.Context, f *Factory) checkResult {
 			continue
 		}
 		bad = append(bad, fmt.Sprintf("%s: %s", r.Record, r.Refused))
-		hints = append(hints, "mv "+shellQuote(r.Record)+" "+shellQuote(r.Record)+".bad")
+		hints = append(hints, "mv "+workspace.ShellQuote(r.Record)+" "+workspace.ShellQuote(r.Record)+".bad")
 	}
 	if len(bad) == 0 {
 		return checkResult{Status: statusOK, Detail: fmt.Sprintf("%d interrupted transaction(s); the next relay command in the project rolls them back", len(recs))}

@@ -9,7 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relaydev/relay/internal/apply/txn"
+	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // ExitCodesDoc is the one sentence that documents relay's exit codes: `relay --help` ends with
@@ -59,10 +62,8 @@ func jsonError(err error, code int) JSONError {
 	var j JSONError
 	j.ExitCode = code
 	j.Error.Message = strings.TrimRight(err.Error(), "\n")
-	var he *hintError
-	if errors.As(err, &he) {
-		j.Error.Hint = he.hint
-	}
+	j.Error.Message, j.Error.Hint = workspace.Explain(err, workspace.Person)
+	j.Error.Message = strings.TrimRight(j.Error.Message, "\n")
 	var ae *client.APIError
 	var ue *client.UnreachableError
 	switch {
@@ -102,22 +103,9 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 	return false
 }
 
-type hintError struct {
-	err  error
-	hint string
-}
-
-func (e *hintError) Error() string { return e.err.Error() }
-func (e *hintError) Unwrap() error { return e.err }
-
 // WithHint attaches the next step the user should take: printed as
 // "Try: <hint>" under the error.
-func WithHint(err error, hint string) error {
-	if err == nil {
-		return nil
-	}
-	return &hintError{err: err, hint: hint}
-}
+func WithHint(err error, hint string) error { return workspace.WithHint(err, hint) }
 
 type exitCodeError struct {
 	code int
@@ -141,25 +129,40 @@ func UsageError(err error) error { return ExitCode(exitUsage, err) }
 // Usagef is UsageError with a formatted message.
 func Usagef(format string, args ...any) error { return UsageError(fmt.Errorf(format, args...)) }
 
-// printError writes "Error: …" and any "Try: …" hint, and returns the exit code.
+// printError writes "Error: …" and the "Try: …" hint (workspace.Explain: the one mapping
+// from an error to its next step), and returns the exit code.
 func printError(w io.Writer, err error) int {
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(w, "Interrupted.")
 		return exitInterrupt
 	}
-	code := exitError
-	var ec *exitCodeError
-	if errors.As(err, &ec) {
-		code = ec.code
-	}
+	code := exitCode(err)
 	if errors.Is(err, ErrSilent) {
 		return code
 	}
-	msg := err.Error()
+	msg, hint := workspace.Explain(err, workspace.Person)
 	fmt.Fprintf(w, "Error: %s\n", strings.TrimRight(msg, "\n"))
-	var he *hintError
-	if errors.As(err, &he) && he.hint != "" {
-		fmt.Fprintf(w, "Try: %s\n", he.hint)
+	if hint != "" {
+		fmt.Fprintf(w, "Try: %s\n", hint)
 	}
 	return code
+}
+
+// exitCode is the documented exit code for err: as marked, 2 for a mistake in an ask's
+// request, 130 for a transaction interrupted by Ctrl-C, else 1.
+func exitCode(err error) int {
+	var (
+		ec   *exitCodeError
+		ae   *ask.Error
+		fail *txn.Failure
+	)
+	switch {
+	case errors.As(err, &ec):
+		return ec.code
+	case errors.As(err, &ae) && ae.Usage:
+		return exitUsage
+	case errors.As(err, &fail) && fail.Step == txn.StepInterrupted:
+		return exitInterrupt
+	}
+	return exitError
 }

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"os"
-
-	"github.com/relaydev/relay/internal/relayhome"
+	"path/filepath"
 
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/relayhome"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // Factory holds what commands need from the outside world, so tests can
@@ -39,18 +42,40 @@ func (f *Factory) ProjectConfig() (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, warnings, err := config.Load(dir)
-	for _, w := range warnings {
-		f.IO.ErrOut.Write([]byte("Warning: " + w + "\n"))
+	return workspace.LoadConfig(dir, f.IO.ErrOut)
+}
+
+// memory is the way to the daemon for a person's command: never started for them (relay
+// up is theirs to run), and the thread the project in the working directory remembers.
+func (f *Factory) memory() *workspace.Memory {
+	m := &workspace.Memory{Home: f.Home, Getenv: f.Getenv, Warn: func(err error, hint string) {
+		fmt.Fprintf(f.IO.ErrOut, "Warning: %v.\nTry: %s\n", err, hint)
+	}}
+	if dir, err := f.WorkDir(); err == nil {
+		if file, err := config.Find(dir); err == nil {
+			m.ProjectDir = filepath.Dir(file)
+		}
 	}
-	if config.IsNotFound(err) {
-		return nil, WithHint(err, "relay init")
+	return m
+}
+
+// personWorkspace is the project cfg as a person at this terminal works in it: progress
+// and notes on stderr, approval asked on the terminal when there is one (even with -y: a
+// config change still needs a person), recorded through mem (nil: not recorded).
+func personWorkspace(ios *iostreams.IOStreams, cfg *config.Config, home func() (string, error), mem *workspace.Memory, thread string) *workspace.Workspace {
+	w := &workspace.Workspace{Principal: workspace.Person, Config: cfg, Home: home, Memory: mem, Thread: thread, Notes: ios.ErrOut,
+		Progress: func(line string) { fmt.Fprintln(ios.ErrOut, line) }}
+	if cfg != nil {
+		w.WorkDir = cfg.Dir
 	}
-	if config.IsNotOwned(err) {
-		return nil, WithHint(err, "if you trust that user, copy the config into a directory you own; otherwise run relay in a project of your own")
+	if ios.IsStdinTTY() {
+		w.TrustAsk = func(ctx context.Context, q string) (bool, error) { return askYesNo(ctx, ios, q) }
+		w.Approve = func(ctx context.Context, reason string) (bool, error) {
+			if w.Config != nil && w.Config.Core.EnableNotifications { // the config in force (relay watch reloads it)
+				notify("relay: approval needed", reason)
+			}
+			return askYesNo(ctx, ios, "Changes applied. Do you want to approve and commit them? (y/N) ")
+		}
 	}
-	if err != nil {
-		return nil, WithHint(err, "fix the file, or see every key with: relay config schema")
-	}
-	return cfg, nil
+	return w
 }

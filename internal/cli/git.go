@@ -11,6 +11,7 @@ import (
 	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // GitCommitOptions are the inputs of `relay git commit`.
@@ -19,10 +20,11 @@ type GitCommitOptions struct {
 	Config func() (*config.Config, error)
 	Yes    bool
 	All    bool
-	// Mem records the commit in the memory thread (nil: do not record).
-	Mem *txnMemory
-	// Home returns $RELAY_HOME, where the record key lives.
+	// Home returns $RELAY_HOME.
 	Home func() (string, error)
+	// Memory records the commit in the thread (nil: do not record); Thread is --thread.
+	Memory *workspace.Memory
+	Thread string
 }
 
 func newCmdGit(f *Factory) *cobra.Command {
@@ -31,7 +33,6 @@ func newCmdGit(f *Factory) *cobra.Command {
 		Short: "Git helpers for transactions",
 	}
 	opts := &GitCommitOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
-	var thread string
 	commit := &cobra.Command{
 		Use:     "commit",
 		Aliases: []string{"c"},
@@ -41,11 +42,11 @@ git add .) and commit them with the transaction's gitCommitMsg; multi-line
 messages are kept as written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
+			opts.Memory = f.memory()
 			return gitCommitRun(cmd.Context(), opts)
 		},
 	}
-	commit.Flags().StringVar(&thread, "thread", "", "record the commit in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
+	commit.Flags().StringVar(&opts.Thread, "thread", "", "record the commit in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	commit.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "commit without asking")
 	commit.Flags().BoolVar(&opts.All, "all", false, "stage every change in the project (git add .), not only the transaction's files")
 	cmd.AddCommand(commit)
@@ -58,10 +59,10 @@ func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
 		return err
 	}
 	all, ignored, err := txn.List(cfg.Dir, recordKey(opts.Home))
+	warnIgnored(opts.IO.ErrOut, ignored)
 	if err != nil {
 		return err
 	}
-	warnIgnored(opts.IO.ErrOut, ignored)
 	if len(all) == 0 {
 		return WithHint(errors.New("no committed transaction to commit"), "relay apply FILE, or relay watch")
 	}
@@ -99,7 +100,9 @@ func gitCommitRun(ctx context.Context, opts *GitCommitOptions) error {
 	if err != nil {
 		return WithHint(err, "git status   (see what git thinks), then relay git commit again")
 	}
-	opts.Mem.recordEvent(ctx, EventTxnGitCommit, map[string]any{"uuid": st.UUID, "message": clipRunes(msg, 280), "git": clipRunes(firstLine(summary), 280)})
+	ws := personWorkspace(opts.IO, cfg, opts.Home, opts.Memory, opts.Thread)
+	ws.RecordEvent(ctx, workspace.EventTxnGitCommit, map[string]any{"uuid": st.UUID, "message": workspace.ClipRunes(msg, 280),
+		"git": workspace.ClipRunes(workspace.FirstLine(summary), 280)})
 	_, err = fmt.Fprintln(opts.IO.Out, summary)
 	return err
 }

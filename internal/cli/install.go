@@ -17,6 +17,7 @@ import (
 	"github.com/relaydev/relay/internal/mcp/hosts"
 	"github.com/relaydev/relay/internal/run"
 	"github.com/relaydev/relay/internal/suggest"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // InstallOptions are the inputs of `relay install` and `relay uninstall`.
@@ -142,11 +143,11 @@ func hostEnv(f *Factory) (hosts.Env, error) {
 		}
 		home = h
 	}
-	dir, err := mcpProjectDir(f)
+	wd, err := f.WorkDir()
 	if err != nil {
 		return hosts.Env{}, err
 	}
-	return hosts.Env{Home: home, ProjectDir: dir, Getenv: f.Getenv}, nil
+	return hosts.Env{Home: home, ProjectDir: workspace.ProjectDir(wd), Getenv: f.Getenv}, nil
 }
 
 // mcpServer is the command hosts run: this binary by absolute path (hosts

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // LogOptions are the inputs of `relay log`.
@@ -19,12 +18,10 @@ type LogOptions struct {
 	Config func() (*config.Config, error)
 	JSON   bool
 	Limit  int
-	// Home returns $RELAY_HOME, where the record key lives.
-	Home func() (string, error)
 }
 
 func newCmdLog(f *Factory) *cobra.Command {
-	opts := &LogOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
+	opts := &LogOptions{IO: f.IO, Config: f.ProjectConfig}
 	cmd := &cobra.Command{
 		Use:     "log",
 		Aliases: []string{"l"},
@@ -43,37 +40,15 @@ relay left pending.`,
 	return cmd
 }
 
-type logEntry struct {
-	Index         int              `json:"index,omitempty"`
-	UUID          string           `json:"uuid"`
-	CreatedAt     time.Time        `json:"createdAt"`
-	PromptSummary string           `json:"promptSummary"`
-	GitCommitMsg  string           `json:"gitCommitMsg"`
-	Files         []txn.FileChange `json:"files"`
-	RevertOf      string           `json:"revertOf,omitempty"`
-	RevertedBy    string           `json:"revertedBy,omitempty"`
-}
-
 func logRun(opts *LogOptions) error {
 	cfg, err := opts.Config()
 	if err != nil {
 		return err
 	}
-	all, ignored, err := txn.List(cfg.Dir, recordKey(opts.Home))
+	ws := personWorkspace(opts.IO, cfg, nil, nil, "")
+	entries, _, err := ws.Log(opts.Limit)
 	if err != nil {
-		return WithHint(err, "fix or move the broken file in .relaycode/")
-	}
-	warnIgnored(opts.IO.ErrOut, ignored)
-	reverted := txn.RevertedByMap(all)
-	entries := make([]logEntry, 0, len(all))
-	for _, s := range all {
-		entries = append(entries, logEntry{
-			UUID: s.UUID, CreatedAt: s.CreatedAt, PromptSummary: s.PromptSummary, GitCommitMsg: s.GitCommitMsg,
-			Files: nonNilFiles(s.Files), RevertOf: s.RevertOf, RevertedBy: reverted[s.UUID],
-		})
-	}
-	if opts.Limit > 0 && len(entries) > opts.Limit {
-		entries = entries[:opts.Limit]
+		return err
 	}
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, entries)
@@ -113,7 +88,7 @@ func printLogField(w io.Writer, label, text string) {
 	}
 }
 
-func printLogEntry(w io.Writer, e logEntry) {
+func printLogEntry(w io.Writer, e workspace.LogEntry) {
 	fmt.Fprintf(w, "UUID: %s\n", e.UUID)
 	fmt.Fprintf(w, "Date: %s\n", e.CreatedAt.Local().Format("2006-01-02 15:04:05 MST"))
 	printLogField(w, "Prompt Summary", e.PromptSummary)

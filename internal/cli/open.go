@@ -15,6 +15,7 @@ import (
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // OpenOptions are the inputs of `relay open`.
@@ -67,7 +68,7 @@ func openRun(ctx context.Context, opts *OpenOptions) error {
 	target := strings.TrimRight(c.BaseURL, "/") + "/ui/"
 	threadID := ""
 	if opts.Thread != "" {
-		threadID, err = resolveThread(ctx, c, opts.Thread)
+		threadID, err = workspace.ResolveThread(ctx, c, opts.Thread)
 		if err != nil {
 			return err
 		}
@@ -104,53 +105,6 @@ func openRun(ctx context.Context, opts *OpenOptions) error {
 		fmt.Fprintln(opts.IO.Out, target)
 	}
 	return nil
-}
-
-// resolveThread accepts a full id, a unique id prefix, or an exact thread name.
-func resolveThread(ctx context.Context, c *client.Client, arg string) (string, error) {
-	if _, err := c.GetThread(ctx, arg); err == nil {
-		return arg, nil
-	} else if !client.IsCode(err, "not_found") && !client.IsCode(err, "bad_request") {
-		return "", apiErr(err, "")
-	}
-	threads, err := c.ListThreads(ctx, 1000)
-	if err != nil {
-		return "", apiErr(err, "")
-	}
-	var byName, byPrefix []string
-	for _, t := range threads {
-		if t.Name == arg {
-			byName = append(byName, t.ID)
-		}
-		if strings.HasPrefix(t.ID, strings.ToLower(arg)) {
-			byPrefix = append(byPrefix, t.ID)
-		}
-	}
-	for _, m := range [][]string{byName, byPrefix} {
-		switch {
-		case len(m) == 1:
-			return m[0], nil
-		case len(m) > 1:
-			return "", WithHint(fmt.Errorf("%q matches %d threads (%s); give more of the id",
-				arg, len(m), strings.Join(shortIDs(m, 4), ", ")), "relay runs")
-		}
-	}
-	return "", WithHint(fmt.Errorf("no thread %q: it is neither a thread id, an id prefix nor a thread name", arg), "relay runs")
-}
-
-func shortIDs(ids []string, n int) []string {
-	out := []string{}
-	for i, id := range ids {
-		if i == n {
-			out = append(out, "…")
-			break
-		}
-		if len(id) > 8 {
-			id = id[:8]
-		}
-		out = append(out, id)
-	}
-	return out
 }
 
 // errNoBrowser means there is nothing to open a browser with; the URL is printed instead.

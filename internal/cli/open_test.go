@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,8 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"errors"
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 func TestBrowserCommand(t *testing.T) {
@@ -210,8 +211,7 @@ func TestOpenDaemonDown(t *testing.T) {
 		Browser: func(context.Context, string) error { t.Fatal("browser opened although the daemon is down"); return nil },
 	}
 	err := openRun(context.Background(), o)
-	var he *hintError
-	if err == nil || !errors.As(err, &he) || he.hint != "relay up" {
+	if _, hint := workspace.Explain(err, workspace.Person); err == nil || hint != "relay up" {
 		t.Fatalf("err = %#v, want a hint to run relay up", err)
 	}
 }

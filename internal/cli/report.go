@@ -10,6 +10,7 @@ import (
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // ReportOptions are the inputs of `relay report`.
@@ -61,7 +62,7 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	tid, err := resolveThread(ctx, c, opts.Thread)
+	tid, err := workspace.ResolveThread(ctx, c, opts.Thread)
 	if err != nil {
 		return err
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // RevertOptions are the inputs of `relay revert`.
@@ -26,13 +26,13 @@ type RevertOptions struct {
 	AllowConfigChange bool
 	// Home returns $RELAY_HOME, where the record key lives.
 	Home func() (string, error)
-	// Mem records transactions in the memory thread (nil: do not record).
-	Mem *txnMemory
+	// Memory records the revert in the thread (nil: do not record); Thread is --thread.
+	Memory *workspace.Memory
+	Thread string
 }
 
 func newCmdRevert(f *Factory) *cobra.Command {
 	opts := &RevertOptions{IO: f.IO, Config: f.ProjectConfig, Home: f.Home}
-	var thread string
 	cmd := &cobra.Command{
 		Use:     "revert [uuid|index]",
 		Aliases: []string{"u"},
@@ -51,11 +51,11 @@ transaction, unless --force.`,
 			if len(args) == 1 {
 				opts.Ref = args[0]
 			}
-			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
+			opts.Memory = f.memory()
 			return revertRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&thread, "thread", "", "record the revert in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
+	cmd.Flags().StringVar(&opts.Thread, "thread", "", "record the revert in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "revert without asking")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "revert even if the files changed since (those later edits are lost)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the new transaction as JSON")
@@ -68,68 +68,33 @@ func revertRun(ctx context.Context, opts *RevertOptions) error {
 	if err != nil {
 		return err
 	}
-	ref := opts.Ref
-	if ref == "" {
-		ref = "1"
+	if opts.Ref == "" {
 		fmt.Fprintln(opts.IO.ErrOut, "Looking for the latest transaction...")
 	}
-	key := recordKey(opts.Home)
-	st, err := txn.Find(cfg.Dir, ref, key)
-	if err != nil {
-		var nf *txn.NotFoundError
-		if errors.As(err, &nf) {
-			return WithHint(err, "relay log")
-		}
-		return err
+	ws := personWorkspace(opts.IO, cfg, opts.Home, opts.Memory, opts.Thread)
+	out, err := ws.Revert(ctx, workspace.RevertRequest{Ref: opts.Ref, Force: opts.Force, AllowConfigChange: opts.AllowConfigChange,
+		Confirm: func(ctx context.Context, st *txn.State, revertUUID string) (bool, error) {
+			fmt.Fprintln(opts.IO.ErrOut, "Transaction to be reverted:")
+			printLogEntry(opts.IO.ErrOut, workspace.LogEntry{UUID: st.UUID, CreatedAt: st.CreatedAt, PromptSummary: st.PromptSummary,
+				GitCommitMsg: st.GitCommitMsg, Files: st.Files, RevertOf: st.RevertOf})
+			if !opts.Yes {
+				if !opts.IO.IsStdinTTY() {
+					return false, WithHint(errors.New("reverting needs confirmation and there is no terminal to ask on"), "relay revert "+st.UUID+" -y")
+				}
+				ok, err := askYesNo(ctx, opts.IO, "Are you sure you want to revert this transaction? (y/N) ")
+				if err != nil || !ok {
+					return false, err
+				}
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "Creating new transaction %s to perform the revert.\n", revertUUID)
+			return true, nil
+		}})
+	if errors.Is(err, workspace.ErrCancelled) {
+		fmt.Fprintln(opts.IO.ErrOut, "Revert operation cancelled.")
+		return nil
 	}
-	if by, err := txn.RevertedBy(cfg.Dir, st, key); err == nil && by != "" && !opts.Force {
-		return WithHint(fmt.Errorf("transaction %s was already reverted by %s", st.UUID, by),
-			"relay revert "+by+"   (to bring the change back)")
-	}
-	changed, err := txn.Changed(cfg.Dir, st)
-	if err != nil {
-		return err
-	}
-	if len(changed) > 0 && !opts.Force {
-		return WithHint(fmt.Errorf("the files of transaction %s changed since it was applied: %s; reverting would lose those edits",
-			st.UUID, strings.Join(changed, ", ")), "relay revert "+st.UUID+" --force   (discard the later edits)")
-	}
-	fmt.Fprintln(opts.IO.ErrOut, "Transaction to be reverted:")
-	printLogEntry(opts.IO.ErrOut, logEntry{UUID: st.UUID, CreatedAt: st.CreatedAt, PromptSummary: st.PromptSummary,
-		GitCommitMsg: st.GitCommitMsg, Files: st.Files, RevertOf: st.RevertOf})
-	if !opts.Yes {
-		if !opts.IO.IsStdinTTY() {
-			return WithHint(errors.New("reverting needs confirmation and there is no terminal to ask on"), "relay revert "+st.UUID+" -y")
-		}
-		ok, err := askYesNo(ctx, opts.IO, "Are you sure you want to revert this transaction? (y/N) ")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			fmt.Fprintln(opts.IO.ErrOut, "Revert operation cancelled.")
-			return nil
-		}
-	}
-	req, err := txn.RevertRequest(st)
 	if err != nil {
 		return err
 	}
-	req.Yes = true // the user confirmed the revert itself
-	fmt.Fprintf(opts.IO.ErrOut, "Creating new transaction %s to perform the revert.\n", req.Response.Control.UUID)
-	req.AllowConfigChange = opts.AllowConfigChange
-	eng, _, err := newEngine(ctx, opts.IO, cfg, opts.Home, false)
-	if err != nil {
-		return err
-	}
-	res, err := eng.Run(ctx, req)
-	var need *txn.NeedsApprovalError
-	if errors.As(err, &need) && need.ConfigChange {
-		return WithHint(err, "relay revert "+st.UUID+" -y --allow-config-change   (after reading the config change it brings back)")
-	}
-	if err != nil {
-		opts.Mem.recordFailure(ctx, err)
-		return txnError(err, "")
-	}
-	opts.Mem.recordTxn(ctx, EventTxnReverted, cfg.Dir, res.State, nil)
-	return printCommitted(opts.IO, res, opts.JSON, "")
+	return printCommitted(opts.IO, out.Result, opts.JSON, "")
 }

@@ -158,12 +158,13 @@ func completionArgs(cmd *cobra.Command, args []string) error {
 		"relay completion bash --help   (how to load them)")
 }
 
-// noRecovery reports whether cmd must run without crash recovery: shell
-// completion, and the commands a user needs when a record is in the way
-// (version, help, doctor, which explains the records instead).
+// noRecovery reports whether cmd must run without crash recovery here: shell
+// completion, the commands a user needs when a record is in the way (version,
+// help, doctor, which explains the records instead), and apply and revert,
+// which recover once themselves (apply under its transaction's lock).
 func noRecovery(cmd *cobra.Command) bool {
 	switch cmd.Name() {
-	case "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd, "version", "help", "doctor":
+	case "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd, "version", "help", "doctor", "apply", "revert":
 		return true
 	}
 	return cmd.HasParent() && cmd.Parent().Name() == "completion"

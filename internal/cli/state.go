@@ -20,7 +20,7 @@ func threadFlag(cmd *cobra.Command, f *Factory, p *string) {
 }
 
 func threadArg(f *Factory, id string) (string, error) {
-	id, err := memoryThread(f, id)
+	id, _, err := f.memory().DefaultArg(id)
 	if err != nil {
 		return "", WithHint(err, "relay thread use THREAD   (rewrites the project's thread)")
 	}
@@ -103,9 +103,8 @@ func stateHeaderRun(ctx context.Context, opts *StateHeaderOptions) error {
 			} else {
 				fmt.Fprintf(opts.F.IO.ErrOut, "note: full header (v%d); what changed since v%d would not be smaller\n", d.Version, since)
 			}
-			return printDoc(opts.F.IO.Out, d.Full, opts.JSON)
 		}
-		return printDoc(opts.F.IO.Out, d.Delta, opts.JSON)
+		return printDoc(opts.F.IO.Out, d.Body(), opts.JSON)
 	}
 	h, truncated, err := c.Header(ctx, id)
 	if err != nil {

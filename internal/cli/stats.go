@@ -16,6 +16,7 @@ import (
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // StatsOptions are the inputs of `relay stats`.
@@ -136,7 +137,7 @@ func statsRun(ctx context.Context, opts *StatsOptions) error {
 	if err != nil {
 		return err
 	}
-	tid, err := resolveThread(ctx, c, opts.Thread)
+	tid, err := workspace.ResolveThread(ctx, c, opts.Thread)
 	if err != nil {
 		return err
 	}

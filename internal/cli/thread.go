@@ -12,6 +12,7 @@ import (
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 func newCmdThread(f *Factory) *cobra.Command {
@@ -70,7 +71,7 @@ func threadNewRun(ctx context.Context, opts *ThreadNewOptions) error {
 	}
 	t, err := c.CreateThreadIf(ctx, opts.Name, ifTaken)
 	if client.IsCode(err, "name_taken") {
-		return WithHint(err, fmt.Sprintf("relay thread new --name %s --reuse   (to use that thread), or choose another --name", shellQuote(opts.Name)))
+		return WithHint(err, fmt.Sprintf("relay thread new --name %s --reuse   (to use that thread), or choose another --name", workspace.ShellQuote(opts.Name)))
 	}
 	if err != nil {
 		return apiErr(err, "")

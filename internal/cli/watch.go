@@ -18,6 +18,7 @@ import (
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/trust"
+	"github.com/relaydev/relay/internal/workspace"
 )
 
 // WatchOptions are the inputs of `relay watch`.
@@ -31,13 +32,13 @@ type WatchOptions struct {
 	Env func() clipboard.Env
 	// Home returns $RELAY_HOME, where the record key lives.
 	Home func() (string, error)
-	// Mem records transactions in the memory thread (nil: do not record).
-	Mem *txnMemory
+	// Memory records transactions in the thread (nil: do not record); Thread is --thread.
+	Memory *workspace.Memory
+	Thread string
 }
 
 func newCmdWatch(f *Factory) *cobra.Command {
 	opts := &WatchOptions{IO: f.IO, Config: f.ProjectConfig, Env: clipboard.System, Home: f.Home}
-	var thread string
 	cmd := &cobra.Command{
 		Use:     "watch",
 		Aliases: []string{"w"},
@@ -59,11 +60,11 @@ relay doctor shows which one is in use. The config is reloaded when it changes
 then exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Mem = newTxnMemory(f, f.IO.ErrOut, thread)
+			opts.Memory = f.memory()
 			return watchRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&thread, "thread", "", "record every transaction in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
+	cmd.Flags().StringVar(&opts.Thread, "thread", "", "record every transaction in this memory thread (default $RELAY_THREAD, then the project's thread; skipped when none)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve every applied response without asking")
 	cmd.Flags().BoolVar(&opts.NoPrompt, "no-prompt", false, "do not print the system prompt first")
 	return cmd
@@ -88,8 +89,11 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 		return err
 	}
 	ios := opts.IO
+	// One workspace for the whole watch: its thread is resolved once and a daemon that
+	// is down is one warning, not one per response.
+	ws := personWorkspace(ios, cfg, opts.Home, opts.Memory, opts.Thread)
 	// The person at the terminal is asked once, up front, to trust a config that names commands.
-	if _, _, err := newEngine(ctx, ios, cfg, opts.Home, false); err != nil {
+	if err := ws.TrustConfig(ctx); err != nil {
 		return err
 	}
 	// Fail before printing the long prompt when no clipboard can be read.
@@ -134,7 +138,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 			}
 		}()
 		err = clipboard.Watch(wctx, tool, interval,
-			func(text string) { watchHandle(ctx, opts, st.get(), text) },
+			func(text string) { watchHandle(ctx, opts, ws, st.get(), text) },
 			func(err error) { fmt.Fprintf(ios.ErrOut, "Warning: %v\n", err) })
 		cancel()
 		if err != nil {
@@ -149,7 +153,7 @@ func watchRun(ctx context.Context, opts *WatchOptions) error {
 
 // watchHandle runs one clipboard text through a transaction; nothing it
 // finds ends the watch.
-func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, text string) {
+func watchHandle(ctx context.Context, opts *WatchOptions, ws *workspace.Workspace, cfg *config.Config, text string) {
 	ios := opts.IO
 	resp, err := patch.ParseAnswer(text, "")
 	if err != nil {
@@ -175,25 +179,14 @@ func watchHandle(ctx context.Context, opts *WatchOptions, cfg *config.Config, te
 		fmt.Fprintf(ios.ErrOut, "Ignoring a response for project '%s' (this is '%s').\n", resp.Control.ProjectID, cfg.ProjectID)
 		return
 	}
-	if err := recoverProject(ios, opts.Home, cfg.Dir); err != nil {
-		printError(ios.ErrOut, err)
-		return
-	}
 	fmt.Fprintf(ios.ErrOut, "New response detected for project '%s'.\n", cfg.ProjectID)
-	printIgnored(ios.ErrOut, resp)
-	eng, _, err := newEngine(ctx, ios, cfg, opts.Home, false)
+	ws.Config = cfg // the config in force, reloaded when its file changes
+	out, err := ws.Apply(ctx, workspace.AnswerRequest{Response: resp, Op: "watch", Yes: opts.Yes})
 	if err != nil {
 		printError(ios.ErrOut, err)
-		return
-	}
-	res, err := eng.Run(ctx, txn.Request{Response: resp, Yes: opts.Yes})
-	if err != nil {
-		opts.Mem.recordFailure(ctx, err)
-		printError(ios.ErrOut, txnError(err, ""))
 	} else {
-		opts.Mem.recordTxn(ctx, EventTxnApplied, cfg.Dir, res.State, nil)
-		printFormat(ios.Out, resp)
-		if err := printCommitted(ios, res, false, resp.Format); err != nil {
+		printFormat(ios.Out, out.Answer)
+		if err := printCommitted(ios, out.Result, false, out.Answer.Format); err != nil {
 			fmt.Fprintf(ios.ErrOut, "Warning: %v\n", err)
 		}
 	}

@@ -390,9 +390,18 @@ func (s *Server) handleAsk(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	}), nil
 }
 
-// shorten stores a long answer as an artifact and keeps a preview inline.
+// shorten keeps a preview of a long answer inline, the whole answer one ref away: the
+// ref the ask recorded it under, else an artifact stored here.
 func (s *Server) shorten(ctx context.Context, thread string, a *Answer) {
-	if len(a.Answer) <= LongAnswer || s.jobs.Memory == nil {
+	if len(a.Answer) <= LongAnswer {
+		return
+	}
+	if a.Ref != "" {
+		a.Bytes = len(a.Answer)
+		a.Preview, a.Answer = head(a.Answer, previewBytes), ""
+		return
+	}
+	if s.jobs.Memory == nil {
 		return
 	}
 	id, err := s.thread(ctx, thread)

@@ -146,6 +146,9 @@ func (w *Workspace) Revert(ctx context.Context, req RevertRequest) (*Outcome, er
 	if err != nil {
 		return nil, err
 	}
+	if err := w.Recover(); err != nil {
+		return nil, err
+	}
 	ref := req.Ref
 	if ref == "" {
 		ref = "1"
@@ -222,7 +225,8 @@ func (w *Workspace) run(ctx context.Context, cfg *config.Config, op *OpError, re
 	return &Outcome{Result: res, CommandsSkipped: skipped}, nil
 }
 
-// LogEntry is one committed transaction as relay log and the apply tool list it.
+// LogEntry is one committed transaction as relay log and the apply tool list it; Index
+// is its place in the list (1: the newest), what Revert accepts as a ref.
 type LogEntry struct {
 	Index         int              `json:"index,omitempty"`
 	UUID          string           `json:"uuid"`
@@ -257,7 +261,7 @@ func (w *Workspace) Log(limit int) (entries []LogEntry, total int, err error) {
 		if limit > 0 && len(entries) == limit {
 			break
 		}
-		entries = append(entries, LogEntry{UUID: s.UUID, CreatedAt: s.CreatedAt, PromptSummary: s.PromptSummary, GitCommitMsg: s.GitCommitMsg,
+		entries = append(entries, LogEntry{Index: len(entries) + 1, UUID: s.UUID, CreatedAt: s.CreatedAt, PromptSummary: s.PromptSummary, GitCommitMsg: s.GitCommitMsg,
 			Files: NonNilFiles(s.Files), RevertOf: s.RevertOf, RevertedBy: reverted[s.UUID]})
 	}
 	return entries, len(all), nil

@@ -27,14 +27,20 @@ const askAuthor = "relay ask"
 // a ref the friend reads when it needs it, instead of being pasted into the envelope.
 const askContextRefBytes = 4096
 
-// AskRequest is a question for one or more friends. Zero To, Sandbox and TimeoutSeconds
-// take phone-a-friend's defaults from PHONE_A_FRIEND_BACKEND, _SANDBOX and _TIMEOUT, and
-// a request for no diff takes PHONE_A_FRIEND_INCLUDE_DIFF; Env and WorkDir default to the
-// workspace's.
+// AskRequest is a question for one or more friends. Zero To and Sandbox and a timeout not
+// given take phone-a-friend's defaults from PHONE_A_FRIEND_BACKEND, _SANDBOX and
+// _TIMEOUT, and a request for no diff takes PHONE_A_FRIEND_INCLUDE_DIFF; Env and WorkDir
+// default to the workspace's.
 type AskRequest struct {
 	ask.Request
+	// TimeoutGiven says TimeoutSeconds was given, even as 0 (which ask refuses);
+	// otherwise it is PHONE_A_FRIEND_TIMEOUT, else ask.DefaultTimeout.
+	TimeoutGiven bool
 	// HasMCP says relay's tools may be registered for the friend (the envelope says so).
 	HasMCP bool
+	// Job is the background job this ask runs as (relay ask --background): its start and
+	// end are events in the thread, so the UI shows it live.
+	Job string
 }
 
 // AskResult is the friends' answers and, with a thread, where each went.
@@ -65,7 +71,7 @@ func (r *AnswerRecord) ShortRef() string { return r.Ref }
 // stored as an artifact with an ask.answered event. A thread the caller named must work;
 // one it did not name is skipped with one warning when the daemon is out of reach.
 func (w *Workspace) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
-	if err := w.askDefaults(&req.Request); err != nil {
+	if err := w.AskDefaults(&req); err != nil {
 		return nil, err
 	}
 	if err := w.checkAsk(&req); err != nil {
@@ -82,6 +88,12 @@ func (w *Workspace) Ask(ctx context.Context, req AskRequest) (*AskResult, error)
 	mem, err := w.askMemory(ctx, &req)
 	if err != nil {
 		return nil, err
+	}
+	if mem != nil && req.Job != "" {
+		_, _ = mem.c.AppendEvent(ctx, mem.thread, "ask.job.started", map[string]any{"job": req.Job, "to": req.To})
+		defer func() {
+			_, _ = mem.c.AppendEvent(context.WithoutCancel(ctx), mem.thread, "ask.job.finished", map[string]any{"job": req.Job})
+		}()
 	}
 	p, err := asker.Prepare(ctx, req.Request)
 	if err != nil {
@@ -120,8 +132,10 @@ func (w *Workspace) Ask(ctx context.Context, req AskRequest) (*AskResult, error)
 	return res, nil
 }
 
-// askDefaults fills what the request leaves to phone-a-friend's environment variables.
-func (w *Workspace) askDefaults(r *ask.Request) error {
+// AskDefaults fills what the request leaves to phone-a-friend's environment variables
+// (Ask does it too; a front door that needs the friends' names first calls it before).
+func (w *Workspace) AskDefaults(req *AskRequest) error {
+	r := &req.Request
 	if len(r.To) == 0 {
 		r.To = []string{"codex"}
 		if v := strings.TrimSpace(w.getenv("PHONE_A_FRIEND_BACKEND")); v != "" {
@@ -131,7 +145,7 @@ func (w *Workspace) askDefaults(r *ask.Request) error {
 	if r.Sandbox == "" {
 		r.Sandbox = strings.TrimSpace(w.getenv("PHONE_A_FRIEND_SANDBOX"))
 	}
-	if r.TimeoutSeconds <= 0 {
+	if !req.TimeoutGiven {
 		r.TimeoutSeconds = ask.DefaultTimeout
 		if v := strings.TrimSpace(w.getenv("PHONE_A_FRIEND_TIMEOUT")); v != "" {
 			n, err := strconv.Atoi(v)
@@ -177,7 +191,7 @@ func (w *Workspace) askMemory(ctx context.Context, req *AskRequest) (*askThread,
 	if w.Memory == nil {
 		return nil, nil
 	}
-	arg, explicit, err := w.Memory.DefaultArg()
+	arg, explicit, err := w.Memory.DefaultArg(w.Thread)
 	if arg == "" && err == nil && !w.Memory.CreateThread {
 		return nil, nil
 	}
@@ -198,7 +212,7 @@ func (w *Workspace) askMemory(ctx context.Context, req *AskRequest) (*askThread,
 }
 
 func (w *Workspace) connectAsk(ctx context.Context, req *AskRequest) (*askThread, error) {
-	id, err := w.Memory.DefaultThread(ctx, true)
+	id, err := w.Memory.DefaultThread(ctx, w.Thread, true)
 	if err != nil || id == "" {
 		return nil, err
 	}

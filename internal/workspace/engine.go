@@ -53,15 +53,18 @@ func (w *Workspace) engine(ctx context.Context, cfg *config.Config) (eng *txn.En
 }
 
 // Recover rolls back the transactions a crashed relay left pending in the project and
-// says so in Notes. A command that runs no transaction calls it once before anything
-// else; one that does recovers under the transaction's own lock instead (see locked), so
-// recovery runs once per command either way.
+// says so in Notes, once per workspace. A command that runs no transaction calls it
+// before anything else; Apply and Edit recover under the transaction's own lock instead
+// (see locked), Revert before it reads the records it checks.
 func (w *Workspace) Recover() error {
 	if w.Config == nil {
 		return nil
 	}
-	recs, err := txn.Recover(w.Config.Dir, w.readKey())
-	return w.reportRecovery(recs, err)
+	w.recoverOnce.Do(func() {
+		recs, err := txn.Recover(w.Config.Dir, w.readKey())
+		w.recoverErr = w.reportRecovery(recs, err)
+	})
+	return w.recoverErr
 }
 
 // readKey is this machine's record key, or nil when there is none yet (then no pending
@@ -76,8 +79,9 @@ func (w *Workspace) readKey() []byte {
 }
 
 // locked takes the project's transaction lock for eng and recovers under it, so the
-// transaction that follows starts from a tree no crashed relay left half-changed. The
-// caller runs eng and then calls unlock.
+// transaction that follows starts from a tree no crashed relay left half-changed (when
+// Recover ran already this finds nothing, unless a relay crashed since). The caller runs
+// eng and then calls unlock.
 func (w *Workspace) locked(eng *txn.Engine) (unlock func(), err error) {
 	lk, err := txn.LockProject(eng.Dir)
 	if err != nil {

@@ -294,6 +294,8 @@ func memoryHint(err error, thread string, p Principal) (string, string) {
 			return ae.Message, `omit thread to use this project's thread, or make one with write_memory {"op":"new_thread"}`
 		case ae.Status == 404 && thread != "":
 			return ae.Message, `find refs with read {"op":"search","query":"…"} or {"op":"events"}`
+		case ae.Code == "name_taken":
+			return ae.Message, `use that thread (pass its id as "thread"), or choose another name`
 		case ae.Code == "invalid_args" || ae.Code == "blocked_address":
 			return ae.Message, "check the arguments; fetch reaches public http(s) URLs only"
 		}
@@ -304,7 +306,7 @@ func memoryHint(err error, thread string, p Principal) (string, string) {
 	case errors.As(err, &ae):
 		switch {
 		case ae.Status == 401:
-			return msg, "set the token from $RELAY_HOME/config.json (or RELAY_TOKEN)"
+			return msg, tokenHint(ae.TokenFrom)
 		case ae.Code == "version_conflict" && thread != "":
 			return msg, "relay state get --thread " + thread
 		case ae.Status == 404 && strings.HasPrefix(ae.Message, "thread "):
@@ -334,4 +336,15 @@ func lowerFirst(s string) string {
 // brokenControl reports a relay answer whose control block is there but invalid.
 func brokenControl(np *patch.NotPatchError) bool {
 	return strings.HasPrefix(np.Reason, "invalid control block")
+}
+
+// tokenHint is the next step after the daemon refused a token, naming where it came from.
+func tokenHint(from string) string {
+	switch from {
+	case "RELAY_TOKEN":
+		return "RELAY_TOKEN holds a token this daemon refuses: unset it to use the one in relay's config.json, or set the daemon's"
+	case "":
+		return "give the daemon's API token (the \"token\" in the config.json of its RELAY_HOME) as RELAY_TOKEN"
+	}
+	return "the token in " + from + " is not this daemon's; restart the daemon of that RELAY_HOME (relay down; relay up), or set RELAY_TOKEN to its token"
 }

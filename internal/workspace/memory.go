@@ -11,21 +11,18 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/relayhome"
 )
 
-// Memory is a workspace's way to the memory daemon and its thread: a client made on
-// first use and the thread its operations record into.
+// Memory is the way to the memory daemon: a client made on first use, and the project's
+// thread. One Memory serves a whole session (a command, or relay mcp's many tool calls).
 type Memory struct {
 	// Home returns $RELAY_HOME, whose daemon.json and config.json say where the daemon
 	// is; Getenv reads RELAY_URL, RELAY_TOKEN and RELAY_THREAD.
 	Home   func() (string, error)
 	Getenv func(string) string
-	// Thread is the thread a person or an agent named (a flag, a tool argument): an id,
-	// id prefix or name. "" picks the default: $RELAY_THREAD, then the project's
-	// thread in .relaycode/thread.
-	Thread string
 	// ProjectDir holds .relaycode/thread; "" is no project.
 	ProjectDir string
 	// Start starts the daemon when none answers, and again once when it went away
@@ -33,9 +30,14 @@ type Memory struct {
 	Start func(ctx context.Context) error
 	// CreateThread gives the project a thread on first use when it has none (relay mcp).
 	CreateThread bool
+	// Warn tells the person, once per Memory, about a project thread file relay ignores
+	// (one git tracks: it came with the repository); nil says nothing.
+	Warn func(err error, hint string)
 
 	mu sync.Mutex
 	c  *client.Client
+
+	warnOnce sync.Once
 
 	threadMu sync.Mutex
 	thread   string // the default thread, once known
@@ -109,22 +111,23 @@ func (m *Memory) Do(ctx context.Context, thread string, fn func(*client.Client) 
 	return MemoryError(err, thread)
 }
 
-// Resolve turns a thread id, id prefix or name into the thread's id.
+// Resolve turns a thread id, id prefix or name into the id of a thread that exists.
 func (m *Memory) Resolve(ctx context.Context, arg string) (string, error) {
 	var id string
 	err := m.Do(ctx, "", func(c *client.Client) (err error) {
+		if _, perr := uuid.Parse(arg); perr == nil && len(arg) == 36 {
+			id = strings.ToLower(arg)
+			_, err = c.GetThread(ctx, id)
+			return err
+		}
 		id, err = ResolveThread(ctx, c, arg)
 		return err
 	})
 	return id, err
 }
 
-// ResolveThread turns a thread id, id prefix or name into the thread's id with c. A full
-// uuid is taken as it is (the daemon says when there is no such thread).
+// ResolveThread turns a thread id, id prefix or name into the thread's id with c.
 func ResolveThread(ctx context.Context, c *client.Client, arg string) (string, error) {
-	if _, err := uuid.Parse(arg); err == nil && len(arg) == 36 {
-		return strings.ToLower(arg), nil
-	}
 	if _, err := c.GetThread(ctx, arg); err == nil {
 		return arg, nil
 	} else if !client.IsCode(err, "not_found") && !client.IsCode(err, "bad_request") {
@@ -167,11 +170,12 @@ func shortIDs(ids []string, n int) []string {
 	return out
 }
 
-// DefaultArg is the thread chosen without asking the daemon: Thread, else $RELAY_THREAD,
-// else the project's remembered thread; explicit says a person or agent named it.
-func (m *Memory) DefaultArg() (arg string, explicit bool, err error) {
-	if m.Thread != "" {
-		return m.Thread, true, nil
+// DefaultArg is the thread chosen without asking the daemon: named (a flag, a tool
+// argument), else $RELAY_THREAD, else the project's remembered thread; explicit says
+// the caller named it.
+func (m *Memory) DefaultArg(named string) (arg string, explicit bool, err error) {
+	if named != "" {
+		return named, true, nil
 	}
 	if t := strings.TrimSpace(m.getenv("RELAY_THREAD")); t != "" {
 		return t, false, nil
@@ -179,17 +183,36 @@ func (m *Memory) DefaultArg() (arg string, explicit bool, err error) {
 	if m.ProjectDir == "" {
 		return "", false, nil
 	}
-	id, err := ReadProjectThread(m.ProjectDir)
+	id, err := m.projectThread()
+	var tracked *TrackedThreadError
+	if errors.As(err, &tracked) {
+		return "", false, nil // warned; the project has no thread of its own
+	}
 	return id, false, err
 }
 
-// DefaultThread is the id of the thread operations record into: Thread, else
-// $RELAY_THREAD, else the project's thread. With CreateThread, a project whose thread is
-// missing (none yet, or one from another machine) gets a new one when create is true;
-// otherwise "" means there is none.
-func (m *Memory) DefaultThread(ctx context.Context, create bool) (string, error) {
-	if m.Thread != "" {
-		return m.Resolve(ctx, m.Thread)
+// projectThread reads the project's thread file; one git tracks is ignored with a warning.
+func (m *Memory) projectThread() (string, error) {
+	id, err := ReadProjectThread(m.ProjectDir)
+	var tracked *TrackedThreadError
+	if errors.As(err, &tracked) {
+		m.warnOnce.Do(func() {
+			if m.Warn != nil {
+				m.Warn(err, TrackedThreadHint)
+			}
+		})
+		return "", err
+	}
+	return id, err
+}
+
+// DefaultThread is the id of the thread an operation records into: named (an id, id
+// prefix or name), else $RELAY_THREAD, else the project's thread. With CreateThread, a
+// project whose thread is missing (none yet, or one from another machine) gets a new one
+// when create is true; otherwise "" means there is none.
+func (m *Memory) DefaultThread(ctx context.Context, named string, create bool) (string, error) {
+	if named != "" {
+		return m.Resolve(ctx, named)
 	}
 	if t := strings.TrimSpace(m.getenv("RELAY_THREAD")); t != "" {
 		return m.Resolve(ctx, t)
@@ -202,7 +225,12 @@ func (m *Memory) DefaultThread(ctx context.Context, create bool) (string, error)
 	if m.ProjectDir == "" {
 		return "", nil
 	}
-	id, err := ReadProjectThread(m.ProjectDir)
+	id, err := m.projectThread()
+	var tracked *TrackedThreadError
+	persist := !errors.As(err, &tracked) // a tracked file is not this project's memory: a thread of its own is made, not written over it
+	if !persist {
+		id, err = "", nil
+	}
 	if err != nil {
 		return "", WithHint(err, `remove .relaycode/thread (relay mcp makes a new thread), or pass "thread" to the tool`)
 	}
@@ -224,17 +252,19 @@ func (m *Memory) DefaultThread(ctx context.Context, create bool) (string, error)
 	if !create || !m.CreateThread {
 		return "", nil
 	}
-	var t struct{ ID string }
-	err = m.Do(ctx, "", func(c *client.Client) error {
-		th, err := c.CreateThread(ctx, filepath.Base(m.ProjectDir))
-		t.ID = th.ID
+	var t memory.Thread
+	// the project's name may already name a thread (made by hand): take the next free one
+	err = m.Do(ctx, "", func(c *client.Client) (err error) {
+		t, err = c.CreateThreadIf(ctx, filepath.Base(m.ProjectDir), memory.NameTakenNext)
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
-	if err := WriteProjectThread(m.ProjectDir, t.ID); err != nil {
-		return "", fmt.Errorf("remember the project's thread: %w", err)
+	if persist {
+		if err := WriteProjectThread(m.ProjectDir, t.ID); err != nil {
+			return "", fmt.Errorf("remember the project's thread: %w", err)
+		}
 	}
 	m.thread = t.ID
 	return t.ID, nil
@@ -249,7 +279,7 @@ func (w *Workspace) recorder(ctx context.Context) (*client.Client, string) {
 		return nil, ""
 	}
 	w.rec.once.Do(func() {
-		arg, _, err := m.DefaultArg()
+		arg, _, err := m.DefaultArg(w.Thread)
 		if err != nil {
 			w.warnUnrecorded(arg, err)
 			return
@@ -257,7 +287,7 @@ func (w *Workspace) recorder(ctx context.Context) (*client.Client, string) {
 		if arg == "" && !m.CreateThread {
 			return
 		}
-		id, err := m.DefaultThread(ctx, true)
+		id, err := m.DefaultThread(ctx, w.Thread, true)
 		if err != nil {
 			w.warnUnrecorded(arg, err)
 			return

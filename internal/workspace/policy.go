@@ -53,6 +53,21 @@ func (w *Workspace) commandsGate(ctx context.Context, home string, cfg *config.C
 	return trust.Strip(cfg, d), skipped, nil
 }
 
+// TrustConfig asks the person, up front, to trust the project's config when it names
+// commands (relay watch does before its first answer); Notes says what stays off.
+func (w *Workspace) TrustConfig(ctx context.Context) error {
+	cfg, err := w.project()
+	if err != nil {
+		return err
+	}
+	home, err := w.home()
+	if err != nil {
+		return err
+	}
+	_, _, err = w.commandsGate(ctx, home, cfg)
+	return err
+}
+
 // checkAsk vets an ask before it runs.
 func (w *Workspace) checkAsk(req *AskRequest) error { return w.CheckAsk(&req.Request) }
 

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,10 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/relaydev/relay/internal/atomicfile"
+	"github.com/relaydev/relay/internal/run"
+	"github.com/relaydev/relay/internal/safeopen"
 )
 
 // projectThreadFile is where a project remembers its memory thread, relative to the project
@@ -23,17 +28,26 @@ const projectThreadFile = ".relaycode/thread"
 const maxProjectThreadFile = 256
 
 // ReadProjectThread returns the thread id remembered by the project rooted at dir, or "" when
-// the project has none.
+// the project has none. A thread file git tracks came with the repository: it is a
+// *TrackedThreadError (callers warn and go on without it). A FIFO or any other file that is
+// not a regular file is refused without being opened for a blocking read.
 func ReadProjectThread(dir string) (string, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
-	f, err := r.Open(projectThreadFile)
+	fi, err := r.Lstat(projectThreadFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", projectThreadFile, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file (it is %s)", projectThreadFile, safeopen.Kind(fi.Mode()))
+	}
+	f, err := r.OpenFile(projectThreadFile, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", projectThreadFile, err)
 	}
@@ -49,7 +63,28 @@ func ReadProjectThread(dir string) (string, error) {
 	if len(b) > maxProjectThreadFile || !validThreadID(id) {
 		return "", fmt.Errorf("%s does not hold a thread id (a UUID)", projectThreadFile)
 	}
+	if gitTracks(dir, projectThreadFile) {
+		return "", &TrackedThreadError{}
+	}
 	return id, nil
+}
+
+// TrackedThreadError is a .relaycode/thread that git tracks: it came with the repository and
+// may name a thread on a shared store that others read, so relay does not record into it.
+type TrackedThreadError struct{}
+
+func (*TrackedThreadError) Error() string {
+	return projectThreadFile + " is tracked by git, so it came with the repository (it may name a thread others read); relay ignores it"
+}
+
+// TrackedThreadHint is the way out of a TrackedThreadError.
+const TrackedThreadHint = "git rm --cached " + projectThreadFile + ", then relay thread use THREAD   (a thread of your own)"
+
+// gitTracks reports whether git tracks rel in the work tree at dir.
+func gitTracks(dir, rel string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return run.Git(ctx, dir, "ls-files", "--error-unmatch", "--", rel).Run() == nil
 }
 
 // WriteProjectThread makes id the thread of the project rooted at dir ("" forgets it).

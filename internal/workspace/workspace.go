@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/relaydev/relay/internal/ask"
@@ -61,10 +62,16 @@ type Workspace struct {
 	// Notes receives what the user should read besides the result: recovered
 	// transactions, ignored code blocks, warnings. nil drops them.
 	Notes io.Writer
-	// Memory is the way to the daemon and the thread; nil records nothing.
+	// Memory is the way to the daemon and the project's thread; nil records nothing.
 	Memory *Memory
+	// Thread is the thread the person or agent named for this work (a flag, a tool
+	// argument): an id, id prefix or name. "" is $RELAY_THREAD, else the project's.
+	Thread string
 	// Asker runs the friends; nil is the real backends (tests inject one).
 	Asker *ask.Asker
+
+	recoverOnce sync.Once
+	recoverErr  error
 
 	rec struct { // where this workspace records, resolved on first use
 		once   sync.Once
@@ -122,8 +129,20 @@ func LoadConfig(dir string, notes io.Writer) (*config.Config, error) {
 	if config.IsNotFound(err) {
 		return nil, WithHint(err, "relay init")
 	}
+	if config.IsNotOwned(err) {
+		return nil, WithHint(err, "if you trust that user, copy the config into a directory you own; otherwise run relay in a project of your own")
+	}
 	if err != nil {
 		return nil, WithHint(err, "fix the file, or see every key with: relay config schema")
 	}
 	return cfg, nil
+}
+
+// ProjectDir is the root of the project governing wd, else wd itself: an agent may work
+// in a directory relay was never initialised in, and its thread is still remembered there.
+func ProjectDir(wd string) string {
+	if file, err := config.Find(wd); err == nil {
+		return filepath.Dir(file)
+	}
+	return wd
 }

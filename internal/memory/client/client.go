@@ -348,6 +348,15 @@ type HeaderDelta struct {
 	Truncated bool
 }
 
+// Body is the answer as the API sent it: the delta, or the full header. Every front door
+// shows this, never the struct, so the shape is the API's everywhere.
+func (d HeaderDelta) Body() json.RawMessage {
+	if d.Delta != nil {
+		return d.Delta
+	}
+	return d.Full
+}
+
 // HeaderSince calls GET /threads/{id}/state/header?since=vN: what changed in the header since
 // version since, or the full header when that is smaller or since is unknown.
 func (c *Client) HeaderSince(ctx context.Context, id string, since int) (HeaderDelta, error) {
