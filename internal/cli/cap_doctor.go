@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/client"
-	"github.com/relaydev/relay/internal/memory/sqlite"
 	"github.com/relaydev/relay/internal/tokens"
 )
 
@@ -21,7 +21,7 @@ func capDoctorChecks() []doctorCheck {
 }
 
 func checkFTS(ctx context.Context, f *Factory) checkResult {
-	if err := sqlite.CheckFTS(ctx); err != nil {
+	if err := backend.CheckFTS(ctx); err != nil {
 		return checkResult{Status: statusFail, Detail: "SQLite FTS5 is not available: " + err.Error(), Hint: "rebuild relay with modernc.org/sqlite (make build)"}
 	}
 	return checkResult{Status: statusOK, Detail: "SQLite FTS5 with bm25 and the porter tokenizer"}

@@ -13,8 +13,6 @@ import (
 	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/blob"
 	"github.com/relaydev/relay/internal/memory/client"
-	"github.com/relaydev/relay/internal/memory/postgres"
-	"github.com/relaydev/relay/internal/memory/sqlite"
 	"github.com/relaydev/relay/internal/relayhome"
 )
 
@@ -131,7 +129,7 @@ func checkStore(ctx context.Context, f *Factory) checkResult {
 	if home, err = backend.SQLiteHome(home, storeURL); err != nil {
 		return checkResult{Status: statusFail, Detail: err.Error(), Hint: "fix RELAY_STORE or store.url in " + relayhome.UserFile(home)}
 	}
-	err = sqlite.QuickCheck(ctx, home)
+	err = backend.QuickCheck(ctx, home)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return checkResult{Status: statusWarn, Detail: "no store yet at " + home + "/" + relayhome.DBFile, Hint: "relay up (creates it)"}
@@ -145,16 +143,16 @@ func checkPostgres(ctx context.Context, storeURL string) checkResult {
 	where := blob.Redact(storeURL)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := postgres.Probe(ctx, storeURL)
+	v, want, err := backend.ProbePostgres(ctx, storeURL)
 	switch {
 	case err != nil && v == 0 && strings.Contains(err.Error(), "no relay schema"):
 		return checkResult{Status: statusWarn, Detail: where + ": reachable, no relay schema yet", Hint: "relay up --store … (creates it)"}
 	case err != nil:
 		return checkResult{Status: statusFail, Detail: where + ": " + err.Error(), Hint: "check the server, the role's password (PGPASSWORD or the URL) and its privileges on the database"}
-	case v < postgres.SchemaVersion():
-		return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s: schema version %d, this relay writes %d", where, v, postgres.SchemaVersion()), Hint: "restart a daemon with this relay to migrate it"}
-	case v > postgres.SchemaVersion():
-		return checkResult{Status: statusFail, Detail: fmt.Sprintf("%s: schema version %d is newer than this relay (%d)", where, v, postgres.SchemaVersion()), Hint: "upgrade relay on this machine"}
+	case v < want:
+		return checkResult{Status: statusWarn, Detail: fmt.Sprintf("%s: schema version %d, this relay writes %d", where, v, want), Hint: "restart a daemon with this relay to migrate it"}
+	case v > want:
+		return checkResult{Status: statusFail, Detail: fmt.Sprintf("%s: schema version %d is newer than this relay (%d)", where, v, want), Hint: "upgrade relay on this machine"}
 	}
 	return checkResult{Status: statusOK, Detail: fmt.Sprintf("%s: PostgreSQL reachable, schema version %d, write/read round trip ok", where, v)}
 }
