@@ -30,7 +30,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
-	"github.com/relaydev/relay/internal/memory/jsonpatch"
 	"github.com/relaydev/relay/internal/memory/statedoc"
 )
 
@@ -598,40 +597,16 @@ func (s *Store) Header(ctx context.Context, id string) (memory.Header, error) {
 	return memory.Header{Version: c.version, JSON: b, Truncated: t}, nil
 }
 
-// patchError turns a jsonpatch/statedoc error into an InvalidError with the API code.
-func patchError(err error) error {
-	var pe *jsonpatch.Error
-	if errors.As(err, &pe) {
-		code := "invalid_patch"
-		if pe.Kind == jsonpatch.KindTestFailed {
-			code = "test_failed"
-		}
-		return &memory.InvalidError{Code: code, Msg: "cannot apply patch: " + pe.Error(), Op: pe.Op, Path: pe.Path, Err: err}
-	}
-	return &memory.InvalidError{Code: "invalid_state", Msg: "patch refused: " + err.Error(), Op: -1, Err: err}
-}
-
 // PatchState implements memory.Store. The thread row is locked before the version check, so
 // of two daemons patching against the same version exactly one wins and the other gets a
 // ConflictError with the new current version.
 func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (memory.PatchResult, error) {
-	if err := memory.CheckThreadID(id); err != nil {
-		return memory.PatchResult{}, err
-	}
-	var ops []json.RawMessage
-	if err := json.Unmarshal(patch, &ops); err != nil {
-		return memory.PatchResult{}, &memory.InvalidError{Code: "invalid_patch", Msg: "patch must be a JSON array of operations: " + err.Error(), Op: -1, Err: err}
-	}
-	if len([]rune(author)) > memory.MaxNameLen {
-		return memory.PatchResult{}, memory.BadRequest("author is longer than %d characters", memory.MaxNameLen)
-	}
-	var cb bytes.Buffer
-	compact := patch
-	if json.Compact(&cb, patch) == nil {
-		compact = cb.Bytes()
+	nops, compact, perr := memory.CheckPatch(id, patch, author)
+	if perr != nil {
+		return memory.PatchResult{}, perr
 	}
 	if c := s.getCache(id); c != nil && c.snap > 0 && (expected == 0 || expected == c.version) {
-		res, ok, err := s.patchCached(ctx, id, c, patch, compact, len(ops), author)
+		res, ok, err := s.patchCached(ctx, id, c, patch, compact, nops, author)
 		if err != nil || ok {
 			return res, err
 		}
@@ -655,7 +630,7 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 		at := s.stamp()
 		st, err := cur.st.Patch(patch, v, at.Time)
 		if err != nil {
-			return patchError(err)
+			return memory.PatchError(err)
 		}
 		// Encode only for a snapshot, or when the bound cannot prove the size cap holds:
 		// encoding a large state on every patch would cost more than the patch itself.
@@ -665,7 +640,7 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 		var doc []byte
 		if snap || size > memory.MaxStateBytes {
 			if doc, err = st.JSON(); err != nil {
-				return patchError(err)
+				return memory.PatchError(err)
 			}
 			size = len(doc)
 			snap = since >= snapshotEvery || since*size >= snapshotBytes
@@ -673,7 +648,7 @@ func (s *Store) PatchState(ctx context.Context, id string, patch []byte, expecte
 		if size > memory.MaxStateBytes {
 			return &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
 		}
-		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": len(ops), "author": author})
+		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": nops, "author": author})
 		newSnap := snapV
 		if snap {
 			if _, err := tx.Exec(ctx, `INSERT INTO state_snapshots (thread_id, version, doc) VALUES ($1, $2, $3)`, id, v, doc); err != nil {
@@ -725,7 +700,7 @@ func (s *Store) patchCached(ctx context.Context, id string, c *cached, patch, co
 	at := s.stamp()
 	st, err := c.st.Patch(patch, v, at.Time)
 	if err != nil {
-		return res, false, patchError(err)
+		return res, false, memory.PatchError(err)
 	}
 	since := v - c.snap
 	size := sizeBound(c.size, compact)
@@ -733,7 +708,7 @@ func (s *Store) patchCached(ctx context.Context, id string, c *cached, patch, co
 	var doc []byte
 	if snap || size > memory.MaxStateBytes {
 		if doc, err = st.JSON(); err != nil {
-			return res, false, patchError(err)
+			return res, false, memory.PatchError(err)
 		}
 		size = len(doc)
 		snap = since >= snapshotEvery || since*size >= snapshotBytes

@@ -28,7 +28,6 @@ import (
 	"github.com/relaydev/relay/internal/memory/blob"
 
 	"github.com/google/uuid"
-	"github.com/relaydev/relay/internal/memory/jsonpatch"
 	"github.com/relaydev/relay/internal/memory/statedoc"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -721,30 +720,11 @@ func (s *SQLite) recentArtifacts(ctx context.Context, id string) ([]statedoc.Art
 	return out, rows.Err()
 }
 
-// patchError turns a jsonpatch/statedoc error into an InvalidError with the API code.
-func patchError(err error) error {
-	var pe *jsonpatch.Error
-	if errors.As(err, &pe) {
-		code := "invalid_patch"
-		if pe.Kind == jsonpatch.KindTestFailed {
-			code = "test_failed"
-		}
-		return &memory.InvalidError{Code: code, Msg: "cannot apply patch: " + pe.Error(), Op: pe.Op, Path: pe.Path, Err: err}
-	}
-	return &memory.InvalidError{Code: "invalid_state", Msg: "patch refused: " + err.Error(), Op: -1, Err: err}
-}
-
 // PatchState implements Store.
 func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expected int, author string) (memory.PatchResult, error) {
-	if err := memory.CheckThreadID(id); err != nil {
-		return memory.PatchResult{}, err
-	}
-	var ops []json.RawMessage
-	if err := json.Unmarshal(patch, &ops); err != nil {
-		return memory.PatchResult{}, &memory.InvalidError{Code: "invalid_patch", Msg: "patch must be a JSON array of operations: " + err.Error(), Op: -1, Err: err}
-	}
-	if len([]rune(author)) > memory.MaxNameLen {
-		return memory.PatchResult{}, memory.BadRequest("author is longer than %d characters", memory.MaxNameLen)
+	nops, compact, perr := memory.CheckPatch(id, patch, author)
+	if perr != nil {
+		return memory.PatchResult{}, perr
 	}
 	// A version the cache already knows is stale is refused without queuing for the writer.
 	if expected > 0 {
@@ -754,11 +734,6 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		if c != nil && c.version > expected {
 			return memory.PatchResult{}, &memory.ConflictError{Expected: expected, Current: c.version}
 		}
-	}
-	var cb bytes.Buffer
-	compact := patch
-	if json.Compact(&cb, patch) == nil {
-		compact = cb.Bytes()
 	}
 	var res memory.PatchResult
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
@@ -773,16 +748,16 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		at := s.stamp()
 		st, err := cur.st.Patch(patch, v, at.Time)
 		if err != nil {
-			return nil, patchError(err)
+			return nil, memory.PatchError(err)
 		}
 		// Encode only when the size bound cannot prove the cap holds, or for a snapshot.
 		var doc []byte
-		size := sizeBound(cur.size, patch, len(ops))
+		size := sizeBound(cur.size, patch, nops)
 		sinceBytes := cur.sinceBytes + len(compact)
 		snap := cur.sinceSnap+1 >= snapshotMaxVersions || size < 0 || sinceBytes >= max(size, snapshotMinBytes)
 		if snap || size > memory.MaxStateBytes {
 			if doc, err = st.JSON(); err != nil {
-				return nil, patchError(err)
+				return nil, memory.PatchError(err)
 			}
 			size = len(doc)
 			snap = cur.sinceSnap+1 >= snapshotMaxVersions || sinceBytes >= max(size, snapshotMinBytes)
@@ -790,7 +765,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		if size > memory.MaxStateBytes {
 			return nil, &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
 		}
-		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": len(ops), "author": author})
+		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": nops, "author": author})
 		r, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, memory.EventStatePatched, at.String(), data)
 		if err != nil {
 			return nil, err
