@@ -38,15 +38,7 @@ func addMemoryCommands(root *cobra.Command, f *Factory) {
 
 // memoryClient returns a client for the daemon of $RELAY_HOME.
 func memoryClient(f *Factory) (*client.Client, error) {
-	home, err := f.Home()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.FromHome(home, f.Getenv)
-	if err != nil {
-		return nil, WithHint(err, "relay doctor")
-	}
-	return c, nil
+	return (&workspace.Memory{Home: f.Home, Getenv: f.Getenv}).Dial()
 }
 
 // apiErr marks a daemon error with the thread it was about, for its next step

@@ -58,7 +58,7 @@ func (m *Memory) Client(ctx context.Context, restart bool) (*client.Client, erro
 	if m.c != nil && !restart {
 		return m.c, nil
 	}
-	c, err := m.dial()
+	c, err := m.Dial()
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (m *Memory) Client(ctx context.Context, restart bool) (*client.Client, erro
 		if err := m.Start(ctx); err != nil {
 			return nil, err
 		}
-		if c, err = m.dial(); err != nil {
+		if c, err = m.Dial(); err != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +77,9 @@ func (m *Memory) Client(ctx context.Context, restart bool) (*client.Client, erro
 	return c, nil
 }
 
-func (m *Memory) dial() (*client.Client, error) {
+// Dial makes a client of the daemon of $RELAY_HOME (or RELAY_URL), without checking that
+// it answers.
+func (m *Memory) Dial() (*client.Client, error) {
 	home := relayhome.Dir
 	if m.Home != nil {
 		home = m.Home
