@@ -15,7 +15,7 @@ import (
 	"github.com/relaydev/relay/internal/memory/client"
 )
 
-// An agent's work reaches memory as a person's does: an apply (answer, edit, revert) and
+// An agent's work reaches memory as a person's does: an edit_files call (answer, edit, revert) and
 // an ask through relay mcp leave the same events, with the same fields, and the same
 // artifacts in the project's thread as relay apply, relay revert and relay ask. Both are
 // driven for real (relay mcp over stdio, the relay binary) and read back through the
@@ -29,9 +29,9 @@ func TestStdioRecordsInTheThreadLikeTheCLI(t *testing.T) {
 	}
 
 	// the agent: answer, edit, revert, ask
-	mustOK(t, cs, "apply", map[string]any{"op": "answer", "answer": answer("8e1c1f4e-9b0a-4c55-9f43-4a1b2c3d4e01", "agent.go")})
-	ed := mustOK(t, cs, "apply", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("agent")`})
-	mustOK(t, cs, "apply", map[string]any{"op": "revert", "ref": ed["uuid"]})
+	mustOK(t, cs, "edit_files", map[string]any{"op": "answer", "answer": answer("8e1c1f4e-9b0a-4c55-9f43-4a1b2c3d4e01", "agent.go")})
+	ed := mustOK(t, cs, "edit_files", map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("agent")`})
+	mustOK(t, cs, "edit_files", map[string]any{"op": "revert", "ref": ed["uuid"]})
 	if text, isErr := call(t, cs, "ask", map[string]any{"prompt": "agent question", "to": []string{"codex"}}); isErr || !strings.Contains(text, `"ref":"`) {
 		t.Fatalf("ask: %v %s", isErr, text)
 	}
