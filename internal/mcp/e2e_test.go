@@ -151,14 +151,7 @@ func TestStdioEveryTool(t *testing.T) {
 	if p["version"] != float64(2) {
 		t.Fatalf("patch: %v", p)
 	}
-	select {
-	case uri := <-updated:
-		if uri != "relay://"+thread+"/state" {
-			t.Fatalf("updated %s", uri)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no notifications/resources/updated after the patch")
-	}
+	waitUpdated(t, updated, "relay://"+thread+"/state")
 	text, isErr := call(t, cs, "write_memory", map[string]any{"op": "patch", "version": 1, "patch": []any{map[string]any{"op": "add", "path": "/x", "value": 1}}})
 	if !isErr || !strings.Contains(text, "current version: 2") || !strings.Contains(text, `"version":2`) {
 		t.Fatalf("stale patch: %v %s", isErr, text)
@@ -194,20 +187,20 @@ func TestStdioEveryTool(t *testing.T) {
 		t.Fatalf("new_thread: %v", nt)
 	}
 
-	// resources: the stored artifact is listed and readable
+	// resources: the stored artifact is listed and readable. The session learns
+	// of it from the thread's event stream, asynchronously; events are handled
+	// in order, so once the update of a later state patch has arrived the
+	// artifact.stored before it has been listed (no polling, no sleeping).
 	ctx := context.Background()
+	mustOK(t, cs, "write_memory", map[string]any{"op": "patch", "version": 2, "patch": []any{map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"id": "f2", "key": "listed", "value": "yes"}}}})
+	waitUpdated(t, updated, "relay://"+thread+"/state")
 	var listed bool
-	for i := 0; i < 100 && !listed; i++ {
-		res, err := cs.ListResources(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res.Resources {
-			listed = listed || r.URI == "relay://"+thread+"/artifacts/"+ref
-		}
-		if !listed {
-			time.Sleep(50 * time.Millisecond) // the event stream delivers asynchronously; bounded poll
-		}
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Resources {
+		listed = listed || r.URI == "relay://"+thread+"/artifacts/"+ref
 	}
 	if !listed {
 		t.Fatal("the artifact never appeared in resources/list")
@@ -260,6 +253,21 @@ func TestStdioEveryTool(t *testing.T) {
 	text, isErr = call(t, cs, "ask", map[string]any{"prompt": "x", "to": []string{"nosuch"}})
 	if !isErr {
 		t.Fatalf("ask an unknown friend: %s", text)
+	}
+}
+
+// waitUpdated waits for notifications/resources/updated of uri. The bound
+// only turns a lost notification into a failure; it is far above any delay
+// a loaded machine adds.
+func waitUpdated(t *testing.T, updated <-chan string, uri string) {
+	t.Helper()
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Fatalf("updated %s, want %s", got, uri)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no notifications/resources/updated after the patch")
 	}
 }
 
