@@ -39,11 +39,6 @@ func (s *SQLite) SharedShorts(ctx context.Context, shorts []string) (map[string]
 	return out, rows.Err()
 }
 
-// namer returns how refs are shown, for a batch read together (memory.Names).
-func (s *SQLite) namer(ctx context.Context, refs []string) (func(string) string, error) {
-	return memory.Names(ctx, s.SharedShorts, refs)
-}
-
 // shortTaken reports whether a put's new ref would show as a short ref another artifact
 // already has; tx is the put's write transaction, so no other put can take it meanwhile.
 func (s *SQLite) shortTaken(ctx context.Context, tx *sql.Tx, ref string) (bool, error) {
