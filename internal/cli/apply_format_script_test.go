@@ -13,7 +13,7 @@ func init() {
 }
 
 // cmdMCPAnswer writes the JSON-RPC lines that make relay mcp apply an answer
-// file through the apply tool: mcpanswer ANSWER OUT [FORMAT]. Feed OUT to
+// file through the edit_files tool: mcpanswer ANSWER OUT [FORMAT]. Feed OUT to
 // `exec relay mcp` as stdin; relay mcp answers every request before exiting.
 func cmdMCPAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 || len(args) > 3 {
@@ -27,7 +27,7 @@ func cmdMCPAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	msgs := []map[string]any{
 		{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "script", "version": "1"}}},
 		{"jsonrpc": "2.0", "method": "notifications/initialized"},
-		{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": "apply", "arguments": call}},
+		{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": "edit_files", "arguments": call}},
 	}
 	var b strings.Builder
 	for _, m := range msgs {
