@@ -1,6 +1,6 @@
 // Command mcp measures the overhead of one relay MCP tool call: the official
 // Go SDK client drives the real `relay mcp` binary over stdio (which talks to
-// a real daemon it starts itself) and calls memory op=header N times; the
+// a real daemon it starts itself) and calls read op=header N times; the
 // same header is then read straight from the daemon over HTTP, N times, so
 // the difference is what MCP (JSON-RPC framing, the tool layer, one more
 // process hop) adds.
@@ -28,7 +28,7 @@ import (
 func main() {
 	n := flag.Int("n", 1000, "tool calls to time")
 	relay := flag.String("relay", "", "relay binary (default: go build ./cmd/relay into a temp dir)")
-	notes := flag.Int("search-notes", 0, "instead: put this many ~2 KB notes through memory op=put, then time -n memory op=search calls")
+	notes := flag.Int("search-notes", 0, "instead: put this many ~2 KB notes through write_memory op=put, then time -n read op=search calls")
 	flag.Parse()
 	if *notes > 0 {
 		searchNotes = *notes
@@ -72,7 +72,7 @@ func run(n int, relay string) error {
 		return err
 	}
 	defer cs.Close()
-	header := &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "header"}}
+	header := &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"op": "header"}}
 	// the first call starts the daemon and makes the project's thread
 	res, err := cs.CallTool(ctx, header)
 	if err != nil || res.IsError {
@@ -89,7 +89,7 @@ func run(n int, relay string) error {
 			map[string]any{"id": "f2", "key": "constraint", "value": "2,500 token tool budget"}}},
 		map[string]any{"op": "add", "path": "/plan", "value": []any{map[string]any{"id": "p1", "step": "measure p50/p99", "status": "pending"}}},
 	}
-	if r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "patch", "patch": patch}}); err != nil || r.IsError {
+	if r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "write_memory", Arguments: map[string]any{"op": "patch", "patch": patch}}); err != nil || r.IsError {
 		return fmt.Errorf("patch: %v %v", err, text(r))
 	}
 	for i := 0; i < 50; i++ { // warm up
@@ -150,13 +150,13 @@ func run(n int, relay string) error {
 	}
 	mp50, mp99 := pct(mcpTimes, 50), pct(mcpTimes, 99)
 	hp50, hp99 := pct(httpTimes, 50), pct(httpTimes, 99)
-	fmt.Printf("memory op=header over MCP stdio, %d calls (%d-byte result): p50 %s  p99 %s\n", n, size, us(mp50), us(mp99))
+	fmt.Printf("read op=header over MCP stdio, %d calls (%d-byte result): p50 %s  p99 %s\n", n, size, us(mp50), us(mp99))
 	fmt.Printf("the same header over HTTP from the daemon, %d calls:          p50 %s  p99 %s\n", n, us(hp50), us(hp99))
 	fmt.Printf("MCP overhead per call: p50 +%s  p99 +%s\n", us(mp50-hp50), us(mp99-hp99))
 	return nil
 }
 
-// searchNotes > 0 times memory op=search over that many notes instead of the header.
+// searchNotes > 0 times read op=search over that many notes instead of the header.
 var searchNotes int
 
 // timeSearches puts searchNotes notes of ~2 KB (distinct markdown-like text) through the
@@ -170,14 +170,14 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int) error {
 			fmt.Fprintf(&b, "- step %d of note%d: checked the %s of service%d, next look at %s; see issue %d.\n",
 				b.Len()/90, i, topics[(i+b.Len())%len(topics)], i%37, topics[(i*3+b.Len())%len(topics)], 1000+i)
 		}
-		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "put", "name": fmt.Sprintf("note%d.md", i), "type": "markdown", "content": b.String()}})
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "write_memory", Arguments: map[string]any{"op": "put", "name": fmt.Sprintf("note%d.md", i), "type": "markdown", "content": b.String()}})
 		if err != nil || r.IsError {
 			return fmt.Errorf("put note %d: %v %s", i, err, text(r))
 		}
 	}
 	queries := []string{"retry", "backoff service3", "\"rate limit\"", "migration", "flaky", "eviction note7", "budget", "zqxvmiss"}
 	for i := 0; i < 20; i++ { // warm up (the first search also waits for the index)
-		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "search", "query": queries[i%len(queries)]}}); err != nil {
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"op": "search", "query": queries[i%len(queries)]}}); err != nil {
 			return err
 		}
 	}
@@ -185,13 +185,13 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int) error {
 	for i := range times {
 		q := fmt.Sprintf("%s note%d", queries[i%len(queries)], i%searchNotes) // distinct: no cache hit
 		s := time.Now()
-		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "memory", Arguments: map[string]any{"op": "search", "query": q}})
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"op": "search", "query": q}})
 		times[i] = time.Since(s)
 		if err != nil || r.IsError {
 			return fmt.Errorf("search %d: %v %s", i, err, text(r))
 		}
 	}
-	fmt.Printf("memory op=search over MCP stdio at %d notes, %d searches: p50 %s  p99 %s\n", searchNotes, n, us(pct(times, 50)), us(pct(times, 99)))
+	fmt.Printf("read op=search over MCP stdio at %d notes, %d searches: p50 %s  p99 %s\n", searchNotes, n, us(pct(times, 50)), us(pct(times, 99)))
 	return nil
 }
 
