@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os/exec"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/relaydev/relay/internal/iostreams"
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/memory/server"
 	"github.com/relaydev/relay/internal/workspace"
 )
 
@@ -74,6 +76,28 @@ func openRun(ctx context.Context, opts *OpenOptions) error {
 		}
 		target += "#/t/" + url.PathEscape(threadID)
 	}
+	// Signed in, as Jupyter does: a one-time code in the fragment (which never reaches the
+	// daemon's logs) that the UI trades for the token. An older daemon without the route
+	// still gets a working link; the UI then asks for the token.
+	signedIn := false
+	plain := target // for "Opening …": the code need not linger in the terminal's scrollback
+	if c.Token != "" {
+		code, err := c.NewSigninCode(ctx)
+		switch {
+		case err == nil && code.Code != "":
+			sep := "#"
+			if threadID != "" {
+				sep = "?"
+			}
+			target += sep + "code=" + url.QueryEscape(code.Code)
+			signedIn = true
+		case err != nil:
+			var ae *client.APIError
+			if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+				return apiErr(err, "")
+			}
+		}
+	}
 
 	opened := false
 	why := ""
@@ -94,11 +118,14 @@ func openRun(ctx context.Context, opts *OpenOptions) error {
 	}
 	switch {
 	case opened:
-		fmt.Fprintf(opts.IO.ErrOut, "Opening %s in your browser.\n", target)
+		fmt.Fprintf(opts.IO.ErrOut, "Opening %s in your browser.\n", plain)
 	case why != "":
 		fmt.Fprintf(opts.IO.ErrOut, "Could not open a browser (%s); open this URL yourself:\n", why)
 	}
-	if c.Token != "" && !opened {
+	switch {
+	case signedIn && !opened:
+		fmt.Fprintf(opts.IO.ErrOut, "The link signs you in once, within %d seconds; after that the UI asks for the API token: the \"token\" in %s.\n", int(server.CodeTTL.Seconds()), c.TokenFrom)
+	case c.Token != "" && !opened:
 		fmt.Fprintf(opts.IO.ErrOut, "The UI asks once for the API token: the \"token\" in %s.\n", c.TokenFrom)
 	}
 	if !opened || !opts.IO.IsStdoutTTY() {

@@ -608,3 +608,25 @@ func (c *Client) SweepBucket(ctx context.Context, dryRun bool, grace time.Durati
 	err := c.doJSON(ctx, Request{Method: method, Path: "/store/gc?" + q.Encode()}, &rep)
 	return rep, err
 }
+
+// SigninCode is POST /auth/codes: a one-time code the web UI trades for the token.
+type SigninCode struct {
+	Code      string `json:"code"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// NewSigninCode asks the daemon for a one-time web UI sign-in code (needs the token).
+func (c *Client) NewSigninCode(ctx context.Context) (SigninCode, error) {
+	var out SigninCode
+	err := c.doJSON(ctx, Request{Method: http.MethodPost, Path: "/auth/codes"}, &out)
+	return out, err
+}
+
+// TradeSigninCode is POST /auth/code, as the web UI calls it: the code for the token, once.
+func (c *Client) TradeSigninCode(ctx context.Context, code string) (string, error) {
+	var out struct {
+		Token string `json:"token"`
+	}
+	err := c.doJSON(ctx, Request{Method: http.MethodPost, Path: "/auth/code", Body: jsonBody(map[string]string{"code": code}), Type: "application/json"}, &out)
+	return out.Token, err
+}

@@ -63,6 +63,8 @@ type Server struct {
 	// saved returns a thread's tokens avoided as stats compute it (set by the report
 	// layer); headers state that figure in m.saved.
 	saved func(ctx context.Context, threadID string) (int64, error)
+
+	codes signinCodes // one-time sign-in codes for the web UI (signin.go)
 }
 
 // New builds a Server with every route: the core API, the web UI and, when it has a store,
@@ -76,7 +78,9 @@ func New(o Options) *Server {
 	}
 	s := &Server{store: o.Store, token: []byte(o.Token), log: o.Logger, version: o.Version, home: o.Home,
 		started: time.Now(), mux: http.NewServeMux(), done: make(chan struct{})}
+	s.codes.now = time.Now
 	s.routes()
+	s.signinRoutes()
 	s.uiRoutes()
 	if o.Store != nil { // a server without a store (UI tests) has nothing to invoke or export
 		s.capabilityRoutes(o.Capabilities)
@@ -326,11 +330,14 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-// publicPath: /health for probes, and the UI's static files (they hold no data; the UI asks
+// publicPath: /health for probes, POST /auth/code (trades a one-time code), and the UI's static files (they hold no data; the UI asks
 // for the token before calling the API).
 func (s *Server) publicPath(r *http.Request) bool {
 	if r.URL.Path == "/health" {
 		return true
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/auth/code" {
+		return true // the one-time code is the credential (signin.go)
 	}
 	return safeMethod(r.Method) && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/"))
 }

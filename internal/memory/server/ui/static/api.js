@@ -98,6 +98,47 @@ export async function request(method, path, { body, query, headers, signal, raw 
   }
 }
 
+/**
+ * takeSigninCode removes a one-time sign-in code (from `relay open`) from the address bar and
+ * returns it: "#code=X" or "#/t/<id>?code=X". The fragment never reaches the daemon.
+ */
+export function takeSigninCode() {
+  const m = location.hash.match(/[#?&]code=([A-Za-z0-9_-]{1,200})/);
+  if (!m) return "";
+  let rest = location.hash.slice(0, m.index) + location.hash.slice(m.index + m[0].length);
+  if (rest === "" || rest === "#") rest = "";
+  else if (m[0][0] === "#") rest = "#" + rest.replace(/^[&?]/, "");
+  history.replaceState(history.state, "", location.pathname + location.search + rest);
+  return m[1];
+}
+
+/** tradeSigninCode trades a one-time code for the token and keeps it as a typed token would be. */
+export async function tradeSigninCode(code) {
+  let res;
+  try {
+    res = await fetch("/auth/code", {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify({ code }),
+      credentials: "omit",
+      cache: "no-store",
+    });
+  } catch {
+    throw new APIError(0, "unreachable", "cannot reach the relay daemon; is `relay up` still running?");
+  }
+  let body = {};
+  try {
+    body = await res.json();
+  } catch {
+    /* not JSON */
+  }
+  if (!res.ok) {
+    const err = body.error || {};
+    throw new APIError(res.status, err.code || "", err.message || `HTTP ${res.status}`, err);
+  }
+  saveToken(body.token || "", true);
+}
+
 export const api = {
   threads: (limit = 200) => request("GET", "/threads", { query: { limit } }).then((r) => r.threads || []),
   thread: (id) => request("GET", `/threads/${encodeURIComponent(id)}`),

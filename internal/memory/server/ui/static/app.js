@@ -1,7 +1,7 @@
 // relay web UI: threads, state, versions + diff, artifacts, live events, capabilities, savings.
 // Hash routes: #/  #/t/<id>[/state|/versions[/<a>/<b>]|/artifacts[/<ref>]|/events|/caps]
 
-import { APIError, api, follow, onTokenNeeded, saveToken, storedToken } from "./api.js";
+import { APIError, api, follow, onTokenNeeded, saveToken, storedToken, takeSigninCode, tradeSigninCode } from "./api.js";
 import { barChart, lineChart } from "./chart.js";
 import { counts, diffLines, hunks } from "./diff.js";
 import { append, clear, copyButton, fmtBytes, fmtNum, fmtTime, h, jsonView, relTime, shortId, shortRef, timeEl } from "./dom.js";
@@ -1001,6 +1001,19 @@ setInterval(() => {
   for (const t of document.querySelectorAll("time[datetime]")) t.textContent = relTime(t.getAttribute("datetime"));
 }, 15000);
 
+// A link from `relay open` carries a one-time code: trade it for the token before the first call.
+async function signIn() {
+  const code = takeSigninCode();
+  if (!code) return;
+  try {
+    await tradeSigninCode(code);
+    toast("Signed in from relay open.");
+  } catch (e) {
+    toast(`Sign-in link refused: ${e.message}`, "error");
+  }
+}
+
+await signIn();
 updateTokenButton();
 api
   .version()
