@@ -105,9 +105,9 @@ class ApiTest(unittest.TestCase):
             self.assertEqual(cm.exception.status, 401)
 
     def test_thread_lifecycle(self):
-        t = self.c.thread_new("my-run")
+        t = self.c.thread_new("lifecycle-run")
         tid = t["thread_id"]
-        self.assertEqual(t["name"], "my-run")
+        self.assertEqual(t["name"], "lifecycle-run")
         self.assertEqual(t["version"], 1)
         self.assertEqual(t["state_ref"], "v1")
         self.assertIn(tid, [x["thread_id"] for x in self.c.threads(limit=1000)])
