@@ -18,9 +18,10 @@ import (
 // tool call through a workspace, as the other commands do for a person.
 
 func newCmdMCP(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve relay's tools to an agent host over MCP (stdio)",
+	var httpAddr string
+	cmd := &cobra.Command{
+		Use:   "mcp [--http [ADDR]]",
+		Short: "Serve relay's tools to an agent host over MCP (stdio, or HTTP with --http)",
 		Long: `Run relay as a Model Context Protocol server on stdin/stdout, for agent hosts
 (Claude Code, Codex, Gemini CLI, Qwen Code; register it with relay install).
 
@@ -28,9 +29,28 @@ Tools: ask (other agent CLIs), apply (file changes as revertable transactions),
 memory (the daemon's threads, state and artifacts). Artifacts are resources
 relay://<thread>/artifacts/<ref>. The memory daemon is started when it is not
 running, as relay up does. The thread defaults to $RELAY_THREAD, else one
-thread per project, remembered in .relaycode/thread.`,
-		Args: cobra.NoArgs,
+thread per project, remembered in .relaycode/thread.
+
+With --http the same server answers over Streamable HTTP at
+http://ADDR/mcp (default 127.0.0.1 on a free port, printed on stderr).
+Every request needs Authorization: Bearer <token>, the token of
+$RELAY_HOME/config.json that the memory daemon uses; a non-loopback ADDR
+is served only when you name it.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("http") {
+				addr := httpAddr
+				if len(args) == 1 { // --http ADDR: pflag leaves an optional value as an argument
+					if addr != mcpHTTPDefault {
+						return Usagef("two addresses: --http=%s and %s; give one", addr, args[0])
+					}
+					addr = args[0]
+				}
+				return mcpServeHTTP(cmd.Context(), f, addr)
+			}
+			if len(args) > 0 {
+				return Usagef("relay mcp takes no arguments (got %q); to serve over HTTP: relay mcp --http %s", args[0], args[0])
+			}
 			// the host logs stderr: the person can see which directory the agent's calls act on
 			fmt.Fprintf(f.IO.ErrOut, "relay mcp: %s\n", mcpServes(f))
 			return mcp.Serve(cmd.Context(), mcp.Options{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut,
@@ -40,6 +60,9 @@ thread per project, remembered in .relaycode/thread.`,
 				}})
 		},
 	}
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve over Streamable HTTP at ADDR/mcp instead of stdio (default "+mcpHTTPDefault+"; needs the API token)")
+	cmd.Flags().Lookup("http").NoOptDefVal = mcpHTTPDefault
+	return cmd
 }
 
 // quietFactory is f with stdout sent to stderr: in an MCP session stdout

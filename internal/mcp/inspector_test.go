@@ -37,9 +37,15 @@ func inspectorBin(t *testing.T) string {
 
 func (w *world) inspect(t *testing.T, bin string, args ...string) (string, error) {
 	t.Helper()
+	return w.inspectCLI(t, bin, append([]string{w.relay, "mcp"}, args...)...)
+}
+
+// inspectCLI runs the Inspector in CLI mode with args after --cli.
+func (w *world) inspectCLI(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	full := append([]string{"--cli", w.relay, "mcp"}, args...)
+	full := append([]string{"--cli"}, args...)
 	cmd := exec.CommandContext(ctx, bin, full...)
 	node, _ := exec.LookPath("node")
 	env := append([]string{}, w.env...)

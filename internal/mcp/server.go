@@ -208,6 +208,12 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
+	s.watchDefault(ctx)
+	return s.srv.Run(ctx, t)
+}
+
+// watchDefault watches the default thread when there is one already.
+func (s *Server) watchDefault(ctx context.Context) {
 	if s.jobs.DefaultThread != nil && s.jobs.Memory != nil {
 		// in the background: finding the thread may start the daemon, and a host waits for
 		// initialize (Claude Code -p starts the prompt without a server still pending)
@@ -217,7 +223,6 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 			}
 		}()
 	}
-	return s.srv.Run(ctx, t)
 }
 
 // toolError is a tool result the model can act on: relay's message and the

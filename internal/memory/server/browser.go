@@ -36,7 +36,7 @@ func browserGuard(next http.Handler) http.Handler {
 		if r.URL.Path != "/ui" && !strings.HasPrefix(r.URL.Path, "/ui/") {
 			h.Set("Content-Security-Policy", apiCSP)
 		}
-		if !allowedHost(r.Host) {
+		if !AllowedHost(r.Host) {
 			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]any{
 				"code": "forbidden",
 				"message": fmt.Sprintf("host %q is not allowed: relay answers only to localhost and IP addresses "+
@@ -48,9 +48,10 @@ func browserGuard(next http.Handler) http.Handler {
 	})
 }
 
-// allowedHost accepts IP literals (any: a rebinding attack needs a DNS name), localhost and
+// AllowedHost accepts IP literals (any: a rebinding attack needs a DNS name), localhost and
 // *.localhost (which resolve only to loopback), and an empty Host (HTTP/1.0 clients).
-func allowedHost(hostport string) bool {
+// relay mcp --http answers to the same hosts.
+func AllowedHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

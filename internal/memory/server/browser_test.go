@@ -24,8 +24,8 @@ func TestAllowedHost(t *testing.T) {
 		"127.0.0.1.nip.io:7474": false,
 		"example.com":           false,
 	} {
-		if got := allowedHost(host); got != want {
-			t.Errorf("allowedHost(%q) = %v, want %v", host, got, want)
+		if got := AllowedHost(host); got != want {
+			t.Errorf("AllowedHost(%q) = %v, want %v", host, got, want)
 		}
 	}
 }
@@ -103,13 +103,13 @@ func TestUIMountedThroughServer(t *testing.T) {
 	}
 }
 
-// allowedHost never panics, and whatever it accepts is an IP literal, empty, or a localhost name.
+// AllowedHost never panics, and whatever it accepts is an IP literal, empty, or a localhost name.
 func FuzzAllowedHost(f *testing.F) {
 	for _, s := range []string{"127.0.0.1:7474", "[::1]:1", "localhost", "a.localhost:1", "evil.example", "", "[", "::1", "1.2.3.4.nip.io"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, host string) {
-		if !allowedHost(host) {
+		if !AllowedHost(host) {
 			return
 		}
 		h := host

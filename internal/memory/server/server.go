@@ -308,12 +308,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if !safeMethod(r.Method) {
-			if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" {
-				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "forbidden", Msg: "cross-site requests may not change relay data"})
-				return
-			}
-			if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
-				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "forbidden", Msg: fmt.Sprintf("requests from origin %s may not change relay data", o)})
+			if why := CrossSite(r); why != "" {
+				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "forbidden", Msg: why + " may not change relay data"})
 				return
 			}
 		}
@@ -343,13 +339,38 @@ func (s *Server) publicPath(r *http.Request) bool {
 }
 
 func (s *Server) authorized(r *http.Request) bool {
-	got := ""
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		got = strings.TrimSpace(h[7:])
-	} else if strings.HasSuffix(r.URL.Path, "/events/stream") {
-		got = r.URL.Query().Get("access_token") // EventSource cannot set headers
+	if _, ok := bearer(r); !ok && strings.HasSuffix(r.URL.Path, "/events/stream") {
+		got := r.URL.Query().Get("access_token") // EventSource cannot set headers
+		return subtle.ConstantTimeCompare([]byte(got), s.token) == 1
 	}
-	return subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+	return HasToken(r, s.token)
+}
+
+// HasToken reports whether r carries Authorization: Bearer token (compared in
+// constant time). relay mcp --http checks its callers with it too.
+func HasToken(r *http.Request, token []byte) bool {
+	got, _ := bearer(r)
+	return subtle.ConstantTimeCompare([]byte(got), token) == 1
+}
+
+func bearer(r *http.Request) (string, bool) {
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:]), true
+	}
+	return "", false
+}
+
+// CrossSite says why r comes from another site ("cross-site requests",
+// "requests from origin X"), or "" when it does not: a browser page must not
+// drive relay with the person's own network position.
+func CrossSite(r *http.Request) string {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return "cross-site requests"
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		return fmt.Sprintf("requests from origin %s", o)
+	}
+	return ""
 }
 
 type statusWriter struct {
