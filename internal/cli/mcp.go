@@ -46,23 +46,28 @@ is served only when you name it.`,
 					}
 					addr = args[0]
 				}
-				return mcpServeHTTP(cmd.Context(), f, addr)
+				return mcpServeHTTP(cmd.Context(), f, mcpOptions(f), addr)
 			}
 			if len(args) > 0 {
 				return Usagef("relay mcp takes no arguments (got %q); to serve over HTTP: relay mcp --http %s", args[0], args[0])
 			}
 			// the host logs stderr: the person can see which directory the agent's calls act on
 			fmt.Fprintf(f.IO.ErrOut, "relay mcp: %s\n", mcpServes(f))
-			return mcp.Serve(cmd.Context(), mcp.Options{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut,
-				WorkDir: f.WorkDir, Home: f.Home, Getenv: f.Getenv, Environ: os.Environ, Version: f.Version,
-				StartDaemon: func(ctx context.Context) error {
-					return upRun(ctx, &UpOptions{F: quietFactory(f), Host: "127.0.0.1", Wait: 15 * time.Second})
-				}})
+			return mcp.Serve(cmd.Context(), mcpOptions(f))
 		},
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve over Streamable HTTP at ADDR/mcp instead of stdio (default "+mcpHTTPDefault+"; needs the API token)")
 	cmd.Flags().Lookup("http").NoOptDefVal = mcpHTTPDefault
 	return cmd
+}
+
+// mcpOptions is what relay mcp serves, on stdio or over HTTP.
+func mcpOptions(f *Factory) mcp.Options {
+	return mcp.Options{In: f.IO.In, Out: f.IO.Out, ErrOut: f.IO.ErrOut,
+		WorkDir: f.WorkDir, Home: f.Home, Getenv: f.Getenv, Environ: os.Environ, Version: f.Version,
+		StartDaemon: func(ctx context.Context) error {
+			return upRun(ctx, &UpOptions{F: quietFactory(f), Host: "127.0.0.1", Wait: 15 * time.Second})
+		}}
 }
 
 // quietFactory is f with stdout sent to stderr: in an MCP session stdout

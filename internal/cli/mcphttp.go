@@ -20,7 +20,7 @@ const mcpHTTPDefault = "127.0.0.1:0"
 // mcpServeHTTP serves relay's MCP tools over Streamable HTTP at addr until
 // ctx ends. Callers need the daemon's API token, and pass the daemon's own
 // Host and Origin checks.
-func mcpServeHTTP(ctx context.Context, f *Factory, addr string) error {
+func mcpServeHTTP(ctx context.Context, f *Factory, o mcp.Options, addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return Usagef("--http %q: want HOST:PORT (e.g. 127.0.0.1:8765; port 0 picks a free one): %v", addr, err)
@@ -43,7 +43,7 @@ func mcpServeHTTP(ctx context.Context, f *Factory, addr string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	token := []byte(u.Token)
-	inner := mcp.New(mcpJobs(f)).HTTPHandler(ctx)
+	inner := mcp.New(mcp.Wire(o)).HTTPHandler(ctx)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !server.AllowedHost(r.Host):
