@@ -185,7 +185,7 @@ func newCmdAskSessions(f *Factory) *cobra.Command {
 			}
 			list, err := store.List()
 			if err != nil {
-				return WithHint(fmt.Errorf("cannot read sessions: %w", err), "check the permissions of $RELAY_HOME/ask")
+				return WithHint(fmt.Errorf("cannot read sessions: %w", err), "check the permissions of "+store.Dir)
 			}
 			if jsonOut {
 				if list == nil {
@@ -219,7 +219,7 @@ func newCmdAskForget(f *Factory) *cobra.Command {
 			}
 			ok, err := store.Delete(args[0])
 			if err != nil {
-				return WithHint(fmt.Errorf("cannot update sessions: %w", err), "check the permissions of $RELAY_HOME/ask")
+				return WithHint(fmt.Errorf("cannot update sessions: %w", err), "check the permissions of "+store.Dir)
 			}
 			if !ok {
 				return WithHint(fmt.Errorf("no conversation is labelled %q", args[0]), "relay ask sessions")

@@ -65,7 +65,7 @@ func askBackground(cmd *cobra.Command, opts *AskOptions) error {
 	}
 	job, err := store.NewJob(dedupeNames(req.To), prompt, thread, time.Now())
 	if err != nil {
-		return WithHint(fmt.Errorf("cannot create the job: %w", err), "check that $RELAY_HOME is writable")
+		return WithHint(fmt.Errorf("cannot create the job: %w", err), "check that "+store.Dir+" is writable")
 	}
 	promptFile := filepath.Join(filepath.Dir(store.ResultPath(job.ID)), "prompt.txt")
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o600); err != nil {
@@ -141,7 +141,7 @@ func newCmdAskJobs(f *Factory) *cobra.Command {
 			}
 			jobs, err := store.List()
 			if err != nil {
-				return WithHint(fmt.Errorf("cannot read jobs: %w", err), "check the permissions of $RELAY_HOME/ask/jobs")
+				return WithHint(fmt.Errorf("cannot read jobs: %w", err), "check the permissions of "+store.Dir)
 			}
 			if jsonOut {
 				if jobs == nil {

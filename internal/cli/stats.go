@@ -72,7 +72,7 @@ func friendStatsRun(f *Factory, opts *StatsOptions) error {
 	l := &ask.Ledger{Path: filepath.Join(home, relayhome.AskDir, "ledger.jsonl")}
 	entries, err := l.Read()
 	if err != nil {
-		return WithHint(fmt.Errorf("cannot read the ask ledger: %w", err), "check the permissions of $RELAY_HOME/ask/ledger.jsonl")
+		return WithHint(fmt.Errorf("cannot read the ask ledger: %w", err), "check the permissions of "+l.Path)
 	}
 	rows := ask.Summarize(entries)
 	if opts.JSON {
