@@ -239,21 +239,7 @@ type answerText struct {
 }
 
 func newAnswerText(text string) *answerText {
-	text = strings.TrimPrefix(text, bom)
-	var crlf []bool
-	if strings.IndexByte(text, '\r') >= 0 {
-		raw := strings.Split(text, "\n")
-		crlf = make([]bool, len(raw))
-		for i, l := range raw {
-			crlf[i] = strings.HasSuffix(l, "\r")
-		}
-		text = strings.ReplaceAll(text, "\r\n", "\n")
-	}
-	lines := strings.Split(text, "\n")
-	src := &source{text: text, offs: make([]int, len(lines)+1), crlf: crlf}
-	for i, l := range lines {
-		src.offs[i+1] = src.offs[i] + len(l) + 1
-	}
+	src, lines := newSource(text)
 	a := &answerText{lines: lines, src: src, used: make([]bool, len(lines))}
 	// A diff of a markdown file has fence lines as context (" ```ts"): inside a
 	// diff they are diff lines, not fences of the answer.

@@ -31,6 +31,27 @@ type source struct {
 	crlf []bool // line i ended in CRLF in the response; nil when none did
 }
 
+// newSource splits an answer into lines (BOM dropped, CRLF folded to LF) and
+// remembers where each line starts and which ended in CRLF.
+func newSource(text string) (*source, []string) {
+	text = strings.TrimPrefix(text, bom)
+	var crlf []bool
+	if strings.IndexByte(text, '\r') >= 0 {
+		raw := strings.Split(text, "\n")
+		crlf = make([]bool, len(raw))
+		for i, l := range raw {
+			crlf[i] = strings.HasSuffix(l, "\r")
+		}
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+	}
+	lines := strings.Split(text, "\n")
+	src := &source{text: text, offs: make([]int, len(lines)+1), crlf: crlf}
+	for i, l := range lines {
+		src.offs[i+1] = src.offs[i] + len(l) + 1
+	}
+	return src, lines
+}
+
 // crlfBody reports whether most lines of body [i, j) ended in CRLF.
 func (f fence) crlfBody(i, j int) bool {
 	if f.src == nil || f.src.crlf == nil || i >= j {
@@ -248,21 +269,7 @@ var (
 // reasoning around them. A response without a valid control block or without
 // operations returns *NotPatchError.
 func Parse(text string) (*Response, error) {
-	text = strings.TrimPrefix(text, bom)
-	var crlf []bool
-	if strings.IndexByte(text, '\r') >= 0 {
-		raw := strings.Split(text, "\n")
-		crlf = make([]bool, len(raw))
-		for i, l := range raw {
-			crlf[i] = strings.HasSuffix(l, "\r")
-		}
-		text = strings.ReplaceAll(text, "\r\n", "\n")
-	}
-	lines := strings.Split(text, "\n")
-	src := &source{text: text, offs: make([]int, len(lines)+1), crlf: crlf}
-	for i, l := range lines {
-		src.offs[i+1] = src.offs[i] + len(l) + 1
-	}
+	src, lines := newSource(text)
 	fences := scanFences(lines)
 	for i := range fences {
 		fences[i].src = src
