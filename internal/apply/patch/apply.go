@@ -136,6 +136,12 @@ func inferLines(lines []string) Strategy {
 		}
 		return NewUnified
 	}
+	if hunks == 0 && startsWithHunk(lines) {
+		// A git diff that changes no line (a rename or a mode change) is still a
+		// diff: written as the file's new content it would replace the file with
+		// the diff's text, so it goes to the diff engine, which refuses it.
+		return Unified
+	}
 	return Replace
 }
 

@@ -341,3 +341,14 @@ func TestAnchoredInsertionAppliedTwiceIsAlreadyPresent(t *testing.T) {
 		t.Fatalf("second application: err = %v, want an already-applied error", err)
 	}
 }
+
+// A git diff that only renames (no hunk) must never become the file's new content.
+func TestRenameOnlyDiffIsNotReplacement(t *testing.T) {
+	body := "diff --git a/a.txt b/b.txt\nsimilarity index 100%\nrename from a.txt\nrename to b.txt\n"
+	if got := InferStrategy(body); got == Replace {
+		t.Fatalf("InferStrategy(rename-only diff) = %q, want a diff strategy", got)
+	}
+	if res, err := Apply("hello\n", true, "", body, Options{}); err == nil {
+		t.Fatalf("Apply(rename-only diff) = %q, want an error", res.Content)
+	}
+}
