@@ -173,6 +173,18 @@ type Answer struct {
 	Failure string
 }
 
+// ReviewScope applies what every front door means by a review: a base is a review of
+// base...HEAD plus uncommitted changes, and a verdict is on a change: the uncommitted one
+// unless a diff was named.
+func (r *Request) ReviewScope(base string) {
+	if base != "" {
+		r.DiffBase, r.Review = base, true
+	}
+	if r.Verdict && !r.IncludeDiff && r.DiffBase == "" {
+		r.Review = true
+	}
+}
+
 func supported() string { return strings.Join(backend.Names(), ", ") }
 
 // Prepare runs every check in its fixed order, then the guards.

@@ -115,11 +115,10 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 				if opts.DiffBase != "" && opts.DiffBase != opts.Base {
 					return WithHint(Usagef("--base and --diff-base name different refs"), "pass one of them")
 				}
-				opts.DiffBase, opts.Review = opts.Base, true
 			}
-			if opts.Verdict && !opts.IncludeDiff && opts.DiffBase == "" {
-				opts.Review = true // a verdict is on a change: the uncommitted one unless told otherwise
-			}
+			scope := ask.Request{IncludeDiff: opts.IncludeDiff, DiffBase: opts.DiffBase, Verdict: opts.Verdict, Review: opts.Review}
+			scope.ReviewScope(opts.Base)
+			opts.DiffBase, opts.Review = scope.DiffBase, scope.Review
 			if opts.Review && opts.IncludeDiff {
 				return WithHint(Usagef("--review sends every uncommitted change already; drop --include-diff"), "relay ask --review [--base REF]")
 			}

@@ -318,3 +318,39 @@ func projectID(t *testing.T, w *world) string {
 	}
 	return cfg.ProjectID
 }
+
+// TestStdioAskVerdictAndSchema: the ask tool's verdict and schema options reach the friend
+// and come back as checked JSON, and a bad schema is refused before any friend runs.
+func TestStdioAskVerdictAndSchema(t *testing.T) {
+	w := newWorld(t)
+	answerFile := filepath.Join(t.TempDir(), "answer")
+	w.env = append(w.env, "FAKE_ANSWER_FILE="+answerFile)
+	cs := w.connect(t, nil)
+	w.write(t, "main.go", "package main\n\nfunc main() {\n\tprintln(\"bye\")\n}\n") // the change a verdict judges
+
+	if err := os.WriteFile(answerFile, []byte(`{"verdict":"approve","summary":"VERDICT-OK","findings":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := mustOK(t, cs, "ask", map[string]any{"verdict": true, "to": []string{"codex"}})
+	if got := mustJSON(v); !strings.Contains(got, `"verdict":{"findings":[],"summary":"VERDICT-OK","verdict":"approve"}`) {
+		t.Fatalf("ask verdict: %s", got)
+	}
+
+	if err := os.WriteFile(answerFile, []byte(`{"n":42}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	schema := map[string]any{"type": "object", "required": []string{"n"}, "properties": map[string]any{"n": map[string]any{"type": "integer"}}}
+	s := mustOK(t, cs, "ask", map[string]any{"prompt": "how many?", "to": []string{"codex"}, "schema": schema})
+	if got := mustJSON(s); !strings.Contains(got, `"json":{"n":42}`) {
+		t.Fatalf("ask schema: %s", got)
+	}
+
+	text, isErr := call(t, cs, "ask", map[string]any{"prompt": "x", "to": []string{"codex"}, "schema": map[string]any{"type": 7}})
+	if !isErr {
+		t.Fatalf("ask with a bad schema: %s", text)
+	}
+	text, isErr = call(t, cs, "ask", map[string]any{"review": true, "diff": true, "to": []string{"codex"}})
+	if !isErr || !strings.Contains(text, "drop diff") {
+		t.Fatalf("ask review with diff: %v %s", isErr, text)
+	}
+}

@@ -94,6 +94,16 @@ func (r *relay) ask(ctx context.Context, a AskArgs) ([]Answer, error) {
 	if a.Diff && a.DiffBase != "" {
 		return nil, &ArgError{Msg: "use diff or diff_base, not both", Hint: "drop one of them"}
 	}
+	if a.Base != "" && a.DiffBase != "" && a.DiffBase != a.Base {
+		return nil, &ArgError{Msg: "base and diff_base name different refs", Hint: "pass one of them"}
+	}
+	req := ask.Request{To: a.To, Prompt: a.Prompt, ContextFile: a.ContextFile, ContextText: a.Context, IncludeDiff: a.Diff, DiffBase: a.DiffBase,
+		Sandbox: a.Sandbox, Model: a.Model, TimeoutSeconds: a.Timeout, MaxDepth: ask.DefaultMaxDepth, Session: a.Session,
+		Schema: a.Schema, Verdict: a.Verdict, Review: a.Review}
+	req.ReviewScope(a.Base)
+	if req.Review && req.IncludeDiff {
+		return nil, &ArgError{Msg: "review sends every uncommitted change already", Hint: "drop diff"}
+	}
 	ws, err := r.workspace(a.Thread)
 	if err != nil {
 		return nil, err
@@ -101,15 +111,14 @@ func (r *relay) ask(ctx context.Context, a AskArgs) ([]Answer, error) {
 	if cfg, _, err := config.Load(ws.WorkDir); err == nil {
 		ws.Config = cfg // the project a context_file must be inside (workspace.CheckAsk)
 	}
-	res, err := ws.Ask(ctx, workspace.AskRequest{HasMCP: true, TimeoutGiven: a.Timeout > 0, Request: ask.Request{
-		To: a.To, Prompt: a.Prompt, ContextFile: a.ContextFile, ContextText: a.Context, IncludeDiff: a.Diff, DiffBase: a.DiffBase,
-		Sandbox: a.Sandbox, Model: a.Model, TimeoutSeconds: a.Timeout, MaxDepth: ask.DefaultMaxDepth, Session: a.Session}})
+	res, err := ws.Ask(ctx, workspace.AskRequest{HasMCP: true, TimeoutGiven: a.Timeout > 0, Request: req})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Answer, len(res.Answers))
 	for i, x := range res.Answers {
-		o := Answer{Backend: x.Backend, Model: x.Model, Answer: x.Text, DurationMS: x.Duration.Milliseconds(), Session: x.Session}
+		o := Answer{Backend: x.Backend, Model: x.Model, Answer: x.Text, DurationMS: x.Duration.Milliseconds(), Session: x.Session,
+			JSON: x.JSON, Verdict: x.Verdict}
 		if x.InputTokens != nil || x.OutputTokens != nil {
 			o.Tokens = map[string]any{}
 			if x.InputTokens != nil {

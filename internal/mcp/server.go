@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/tokens"
 )
 
@@ -79,6 +80,11 @@ type AskArgs struct {
 	Session     string   `json:"session"`
 	Timeout     int      `json:"timeout"`
 	Thread      string   `json:"thread"`
+	// Schema, Verdict, Review and Base are relay ask's --schema, --verdict, --review and --base.
+	Schema  json.RawMessage `json:"schema"`
+	Verdict bool            `json:"verdict"`
+	Review  bool            `json:"review"`
+	Base    string          `json:"base"`
 }
 
 // Answer is one friend's answer.
@@ -94,6 +100,9 @@ type Answer struct {
 	Session    string         `json:"session,omitempty"`
 	Error      string         `json:"error,omitempty"`
 	Hint       string         `json:"hint,omitempty"`
+	// With schema or verdict: the answer's JSON value, checked against it.
+	JSON    json.RawMessage `json:"json,omitempty"`
+	Verdict *ask.Verdict    `json:"verdict,omitempty"`
 }
 
 // ApplyArgs are what the Apply job takes (from edit_files, and read op=log).
@@ -375,7 +384,7 @@ func (s *Server) handleAsk(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		if err := decodeArgs(req.Params.Arguments, &a, "ask"); err != nil {
 			return nil, err
 		}
-		if strings.TrimSpace(a.Prompt) == "" {
+		if strings.TrimSpace(a.Prompt) == "" && !a.Review && !a.Verdict && a.Base == "" {
 			return nil, argErr(`ask {"prompt":"…","to":["codex"]}`, "prompt is empty")
 		}
 		if s.jobs.Ask == nil {

@@ -143,5 +143,9 @@ func askSchema(backends []string) json.RawMessage {
 		`"model":{"type":"string"},` +
 		`"session":{"type":"string","description":"label that continues a conversation"},` +
 		`"timeout":{"type":"integer","minimum":1,"description":"seconds"},` +
-		`"thread":{"type":"string"}}}`)
+		`"thread":{"type":"string"},` +
+		`"schema":{"type":"object","description":"JSON Schema the answer must match"},` +
+		`"verdict":{"type":"boolean","description":"approve or request-changes with findings"},` +
+		`"review":{"type":"boolean","description":"review uncommitted changes; prompt optional"},` +
+		`"base":{"type":"string","description":"review REF...HEAD"}}}`)
 }
