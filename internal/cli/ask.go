@@ -50,6 +50,9 @@ type AskOptions struct {
 	JSON         bool
 	Stream       bool
 	Background   bool
+	// Team asks these friends Rounds times, each round reading the previous one by ref.
+	Team   string
+	Rounds int
 
 	// Thread records the ask in a memory thread (--thread, else $RELAY_THREAD, else the
 	// project's thread); Memory is the way to it (nil: not recorded).
@@ -122,6 +125,20 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 			if opts.Review && opts.IncludeDiff {
 				return WithHint(Usagef("--review sends every uncommitted change already; drop --include-diff"), "relay ask --review [--base REF]")
 			}
+			if opts.Team != "" {
+				if fl.Changed("to") {
+					return WithHint(Usagef("use --team or --to, not both"), "relay ask --team codex,claude --rounds 2 --prompt …")
+				}
+				if opts.Background || opts.Stream {
+					return WithHint(Usagef("--team runs in the foreground without --stream"), "drop --background and --stream")
+				}
+				if opts.Rounds < 1 {
+					return WithHint(Usagef("--rounds %d is out of range (1 to %d)", opts.Rounds, workspace.MaxTeamRounds), fmt.Sprintf("pass --rounds between 1 and %d (default %d)", workspace.MaxTeamRounds, workspace.DefaultTeamRounds))
+				}
+				opts.To = opts.Team
+			} else if fl.Changed("rounds") {
+				return WithHint(Usagef("--rounds needs --team"), "relay ask --team codex,claude --rounds 2 --prompt …")
+			}
 			if opts.Background {
 				return askBackground(cmd, opts)
 			}
@@ -158,6 +175,8 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.BoolVar(&opts.Verdict, "verdict", false, "ask for a verdict: approve or request-changes, with findings (file, line, severity)")
 	fl.BoolVar(&opts.Review, "review", false, "review the uncommitted changes (with --base REF: the branch since REF); --prompt is optional")
 	fl.StringVar(&opts.Base, "base", "", "with --review: review `REF`...HEAD plus uncommitted changes")
+	fl.StringVar(&opts.Team, "team", "", "ask these `FRIENDS` (codex,claude,…) in rounds; each round reads the previous round's answers by ref")
+	fl.IntVar(&opts.Rounds, "rounds", workspace.DefaultTeamRounds, fmt.Sprintf("with --team: at most `N` rounds (1 to %d); --verdict stops early when all agree", workspace.MaxTeamRounds))
 	fl.BoolVar(&opts.Background, "background", false, "return at once with a job id; see it with relay ask jobs and relay ask result ID")
 	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f), newCmdAskJobs(f), newCmdAskResult(f))
 	return cmd
@@ -302,6 +321,14 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	}
 	prog := newAskProgress(opts.IO, names, opts.Stream, opts.JSON)
 	req.OnEvent = prog.event
+	if opts.Team != "" {
+		tr, err := ws.Team(ctx, workspace.TeamRequest{AskRequest: req, Rounds: opts.Rounds})
+		prog.finish()
+		if err != nil {
+			return err
+		}
+		return printTeam(opts, tr)
+	}
 	req.Job = opts.jobID
 	res, err := ws.Ask(ctx, req)
 	prog.finish()
