@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -138,38 +139,58 @@ func (s *Server) watch(thread string) {
 	s.srv.AddResource(&sdk.Resource{URI: StateURI(thread), Name: "state", Title: "state of thread " + thread, MIMEType: "application/json"}, s.readResource)
 	listed := []string{}
 	go func() {
-		_ = s.jobs.Memory.Watch(ctx, thread, 0, func(e Event) {
-			switch e.Type {
-			case "artifact.stored":
-				var a Artifact
-				if json.Unmarshal(e.Data, &a) != nil || !refRe.MatchString(a.Ref) {
-					return
-				}
-				uri := ArtifactURI(thread, a.Ref)
-				s.mu.Lock()
-				seen := s.known[uri]
-				s.known[uri] = true
-				s.mu.Unlock()
-				if seen {
-					return
-				}
-				s.srv.AddResource(&sdk.Resource{URI: uri, Name: a.Ref, Title: a.Name, MIMEType: mimeFor(a.Type), Size: a.Size}, s.readResource)
-				listed = append(listed, uri)
-				if len(listed) > maxListed {
-					s.srv.RemoveResources(listed[0])
-					s.mu.Lock()
-					delete(s.known, listed[0])
-					s.mu.Unlock()
-					listed = listed[1:]
-				}
-			case "state.patched":
-				_ = s.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: StateURI(thread)})
+		// A stream that breaks (the daemon restarting, or not yet serving when the
+		// session made the thread) is followed again from the last event seen, so a
+		// subscriber never silently stops hearing of updates.
+		var last int64
+		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+			err := s.jobs.Memory.Watch(ctx, thread, last, func(e Event) {
+				last = max(last, e.ID)
+				s.onEvent(ctx, thread, e, &listed)
+			})
+			if ctx.Err() != nil || err == nil {
+				break
 			}
-		})
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+		}
 		s.mu.Lock()
 		delete(s.watched, thread) // a later call may watch again
 		s.mu.Unlock()
 	}()
+}
+
+// onEvent lists a stored artifact as a resource and tells subscribers of a
+// state patch.
+func (s *Server) onEvent(ctx context.Context, thread string, e Event, listed *[]string) {
+	switch e.Type {
+	case "artifact.stored":
+		var a Artifact
+		if json.Unmarshal(e.Data, &a) != nil || !refRe.MatchString(a.Ref) {
+			return
+		}
+		uri := ArtifactURI(thread, a.Ref)
+		s.mu.Lock()
+		seen := s.known[uri]
+		s.known[uri] = true
+		s.mu.Unlock()
+		if seen {
+			return
+		}
+		s.srv.AddResource(&sdk.Resource{URI: uri, Name: a.Ref, Title: a.Name, MIMEType: mimeFor(a.Type), Size: a.Size}, s.readResource)
+		*listed = append(*listed, uri)
+		if len(*listed) > maxListed {
+			s.srv.RemoveResources((*listed)[0])
+			s.mu.Lock()
+			delete(s.known, (*listed)[0])
+			s.mu.Unlock()
+			*listed = (*listed)[1:]
+		}
+	case "state.patched":
+		_ = s.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: StateURI(thread)})
+	}
 }
 
 func mimeFor(typ string) string {
