@@ -13,7 +13,7 @@
 #      RSS and disk;
 #   2. sequential patches 0 -> 2k facts on SQLite, then on a throw-away PostgreSQL started
 #      here with its default durability (fsync, synchronous_commit on) over loopback TCP;
-#   3. bench/mcp: memory op=search over MCP stdio at 1k notes;
+#   3. bench/mcp: read op=search over MCP stdio at 1k notes;
 #   4. bench/startup.sh (relay version) and bench/ask-overhead.sh (relay ask).
 # Raw outputs and rounds.jsonl stay in OUT_DIR (default: a temp dir). QUICK=1 runs tiny
 # sizes to check the harness itself (its figures mean nothing).
@@ -62,8 +62,8 @@ fi
 echo "== 3/4 MCP memory search at 1k notes"
 l0=$(load1)
 "$bin/mcpbench" -relay "$bin/relay" -search-notes "$notes" -n "$calls" | tee "$out/mcp.txt"
-mcp_p50=$(awk '/memory op=search/ { for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) / 1000 }' "$out/mcp.txt")
-mcp_p99=$(awk '/memory op=search/ { for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) / 1000 }' "$out/mcp.txt")
+mcp_p50=$(awk '/op=search over MCP/ { for (i = 1; i <= NF; i++) if ($i == "p50") print $(i + 1) / 1000 }' "$out/mcp.txt")
+mcp_p99=$(awk '/op=search over MCP/ { for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) / 1000 }' "$out/mcp.txt")
 
 echo "== 4/4 relay version and relay ask"
 bash bench/startup.sh "$runs" | tee "$out/startup.txt"

@@ -32,6 +32,9 @@ type mcpSession struct {
 // finish within timeout.
 func startMCP(t *testing.T, s *sandbox, timeout time.Duration) *mcpSession {
 	t.Helper()
+	// relay mcp starts the sandbox's daemon when a tool needs memory; it must not
+	// outlive the test (cleanups run last-in first-out: this one after the session closes).
+	t.Cleanup(func() { s.Run("", "down") })
 	cmd := exec.Command(relayBin, "mcp")
 	cmd.Dir = s.Project
 	cmd.Env = s.Env
