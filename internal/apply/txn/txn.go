@@ -536,18 +536,7 @@ func (e *Engine) approve(ctx context.Context, req Request, pl *plan, baseline, f
 		// A config names the commands relay runs: an answer that changes it
 		// would choose what runs on the next apply. Only a person may approve.
 		reason := fmt.Sprintf("Manual approval required: the answer changes %s, which names the commands relay runs (preCommand, postCommand, linter); -y and automatic approval do not cover that.", strings.Join(cfg, ", "))
-		if e.Ask == nil {
-			return &NeedsApprovalError{Reason: reason, ConfigChange: true}
-		}
-		e.logf("%s", reason)
-		ok, err := e.Ask(ctx, reason)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrRejected
-		}
-		return nil
+		return e.askApproval(ctx, &NeedsApprovalError{Reason: reason, ConfigChange: true}, nil)
 	}
 	if req.Yes {
 		e.logf("  - Changes approved via -y/--yes.")
@@ -564,30 +553,29 @@ func (e *Engine) approve(ctx context.Context, req Request, pl *plan, baseline, f
 		reason = fmt.Sprintf("Manual approval required: the linter found %d new error(s) (threshold is %d).", introduced, e.Opts.ApprovalOnErrorCount)
 		// Show what the linter said before anyone approves (or is told how to).
 		shown, n := newLintErrors(baseDiags, finalDiags)
-		if e.Ask == nil {
-			return &NeedsApprovalError{Reason: reason, LintErrors: shown}
-		}
-		e.logf("%s", reason)
-		if len(shown) > 0 {
-			e.logf("  New linter errors (%d shown of %d):", len(shown), n)
-			for _, l := range shown {
-				e.logf("    %s", l)
+		return e.askApproval(ctx, &NeedsApprovalError{Reason: reason, LintErrors: shown}, func() {
+			if len(shown) > 0 {
+				e.logf("  New linter errors (%d shown of %d):", len(shown), n)
+				for _, l := range shown {
+					e.logf("    %s", l)
+				}
 			}
-		}
-		ok, err := e.Ask(ctx, reason)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrRejected
-		}
-		return nil
+		})
 	}
+	return e.askApproval(ctx, &NeedsApprovalError{Reason: reason}, nil)
+}
+
+// askApproval asks the person (after showing what explain prints); without
+// anyone to ask, need is the error that says what approval was needed.
+func (e *Engine) askApproval(ctx context.Context, need *NeedsApprovalError, explain func()) error {
 	if e.Ask == nil {
-		return &NeedsApprovalError{Reason: reason}
+		return need
 	}
-	e.logf("%s", reason)
-	ok, err := e.Ask(ctx, reason)
+	e.logf("%s", need.Reason)
+	if explain != nil {
+		explain()
+	}
+	ok, err := e.Ask(ctx, need.Reason)
 	if err != nil {
 		return err
 	}
