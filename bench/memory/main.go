@@ -22,7 +22,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
@@ -924,31 +923,14 @@ func printReport(files []string) error {
 	}
 	byLabel := map[string][]map[string]float64{}
 	var labels []string
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
+	err := eachRound(files, func(label string, m map[string]float64) {
+		if _, ok := byLabel[label]; !ok {
+			labels = append(labels, label)
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var line struct {
-				Label   string             `json:"label"`
-				Metrics map[string]float64 `json:"metrics"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-				f.Close()
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if _, ok := byLabel[line.Label]; !ok {
-				labels = append(labels, line.Label)
-			}
-			byLabel[line.Label] = append(byLabel[line.Label], line.Metrics)
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return err
-		}
+		byLabel[label] = append(byLabel[label], m)
+	})
+	if err != nil {
+		return err
 	}
 	var all []map[string]float64
 	for _, l := range labels {

@@ -14,33 +14,16 @@ import (
 // relay ask overhead). Every row names the load average of the run that produced it.
 func printTable(files []string) error {
 	runs := map[string]map[string]float64{}
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
+	err := eachRound(files, func(label string, m map[string]float64) {
+		if runs[label] == nil {
+			runs[label] = map[string]float64{}
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var line struct {
-				Label   string             `json:"label"`
-				Metrics map[string]float64 `json:"metrics"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-				f.Close()
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if runs[line.Label] == nil {
-				runs[line.Label] = map[string]float64{}
-			}
-			for k, v := range line.Metrics { // a later round of a label overwrites
-				runs[line.Label][k] = v
-			}
+		for k, v := range m { // a later round of a label overwrites
+			runs[label][k] = v
 		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
 	get := func(label, key string) (float64, bool) {
 		v, ok := runs[label][key]
@@ -97,6 +80,34 @@ func printTable(files []string) error {
 	fmt.Println("|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Printf("| %s | %s | %s | %s |\n", r.what, r.value, r.target, load(r.label))
+	}
+	return nil
+}
+
+// eachRound calls fn with the label and metrics of every JSON line in files, in order.
+func eachRound(files []string, fn func(label string, metrics map[string]float64)) error {
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var line struct {
+				Label   string             `json:"label"`
+				Metrics map[string]float64 `json:"metrics"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				f.Close()
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			fn(line.Label, line.Metrics)
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
