@@ -284,6 +284,12 @@ func (s *SQLite) closeSearchDB() error {
 		st.Close()
 		delete(s.xstmts, q)
 	}
+	s.xrmu.Lock()
+	for q, st := range s.xrstmts {
+		st.Close()
+		delete(s.xrstmts, q)
+	}
+	s.xrmu.Unlock()
 	var errs []error
 	if s.xr != nil {
 		errs = append(errs, s.xr.Close())

@@ -169,9 +169,8 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if err := s.waitIndexed(ctx, threadID); err != nil {
 		return nil, err
 	}
-	db := s.xr
 	var n int64
-	switch err := db.QueryRowContext(ctx, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
+	switch err := s.searchRow(ctx, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
 	case errors.Is(err, sql.ErrNoRows):
 		return []memory.SearchHit{}, nil // nothing indexed in this thread yet
 	case err != nil:
@@ -190,7 +189,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	// huge thread would take seconds; past MaxRanked matches only the newest MaxRanked
 	// are ranked (agents mostly want recent artifacts, and such terms carry little idf).
 	var floor int64
-	err = db.QueryRowContext(ctx, `SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
+	err = s.searchRow(ctx, `SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
 		match, lo, hi, MaxRanked-1).Scan(&floor)
 	switch {
 	case err == nil:
@@ -200,7 +199,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	}
 	// Ranking reads only the index; the artifact rows (and the text, for the snippet) are
 	// read for the hits alone.
-	rows, err := db.QueryContext(ctx, `SELECT rowid, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
+	rows, err := s.searchRows(ctx, `SELECT rowid, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
 		FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY score LIMIT ?`, match, lo, hi, limit)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
@@ -230,19 +229,17 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	// ten times, most of a search's CPU.
 	first, last := rowids[0], rowids[0]
 	at := make(map[int64]int, len(rowids))
-	ph := make([]string, len(rowids))
+	ph := "?" + strings.Repeat(",?", len(rowids)-1)
 	args := []any{markOpen, markClose, match}
+	ids := make([]any, len(rowids))
 	for i, id := range rowids {
 		first, last = min(first, id), max(last, id)
 		at[id] = i
-		ph[i] = "?"
+		ids[i] = id
 	}
-	args = append(args, first, last)
-	for _, id := range rowids {
-		args = append(args, id)
-	}
-	srows, err := db.QueryContext(ctx, `SELECT rowid, snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts
-		WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? AND rowid IN (`+strings.Join(ph, ",")+`)`, args...)
+	args = append(append(args, first, last), ids...)
+	srows, err := s.searchRows(ctx, `SELECT rowid, snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts
+		WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? AND rowid IN (`+ph+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search snippet: %w", err)
 	}
@@ -262,10 +259,32 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if err := srows.Err(); err != nil {
 		return nil, fmt.Errorf("search snippet: %w", err)
 	}
-	for i, id := range rowids {
-		if err := db.QueryRowContext(ctx, `SELECT ref, name, ty FROM docs WHERE fts_rowid = ?`, id).Scan(&hits[i].Ref, &hits[i].Name, &hits[i].Type); err != nil {
-			return nil, fmt.Errorf("search: read hit: %w", err)
+	// The hits' refs, names and types in one query (one per hit cost a statement each).
+	drows, err := s.searchRows(ctx, `SELECT fts_rowid, ref, name, ty FROM docs WHERE fts_rowid IN (`+ph+`)`, ids...)
+	if err != nil {
+		return nil, fmt.Errorf("search: read hits: %w", err)
+	}
+	read := 0
+	for drows.Next() {
+		var id int64
+		var ref, name, ty string
+		if err := drows.Scan(&id, &ref, &name, &ty); err != nil {
+			drows.Close()
+			return nil, fmt.Errorf("search: read hits: %w", err)
 		}
+		if i, ok := at[id]; ok {
+			hits[i].Ref, hits[i].Name, hits[i].Type = ref, name, ty
+			read++
+		}
+	}
+	drows.Close()
+	if err := drows.Err(); err != nil {
+		return nil, fmt.Errorf("search: read hits: %w", err)
+	}
+	if read != len(rowids) {
+		return nil, fmt.Errorf("search: read hits: %d of %d hits have no document row", len(rowids)-read, len(rowids))
+	}
+	for i := range hits {
 		snip := snips[i]
 		if snip == "" {
 			snip = hits[i].Name
@@ -275,6 +294,49 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	return hits, nil
 }
 
+// searchStmt returns query prepared on search.db's readers, preparing it the first time:
+// parsing the search's statements again on every search took a fifth of its CPU.
+// database/sql prepares it again on each reader connection as needed.
+func (s *SQLite) searchStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.xrmu.Lock()
+	defer s.xrmu.Unlock()
+	if st := s.xrstmts[query]; st != nil {
+		return st, nil
+	}
+	if s.xrstmts == nil {
+		s.xrstmts = map[string]*sql.Stmt{}
+	}
+	st, err := s.xr.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.xrstmts[query] = st
+	return st, nil
+}
+
+func (s *SQLite) searchRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.searchStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// searchRow is searchRows for one row.
+type rowScanner interface{ Scan(dest ...any) error }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (s *SQLite) searchRow(ctx context.Context, query string, args ...any) rowScanner {
+	st, err := s.searchStmt(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
 // SearchScope implements memory.Searcher: the thread's index sequence, once the indexer
 // has caught up with the thread (a cached result must not hide the caller's last put).
 func (s *SQLite) SearchScope(ctx context.Context, threadID string) (string, error) {
@@ -282,7 +344,7 @@ func (s *SQLite) SearchScope(ctx context.Context, threadID string) (string, erro
 		return "", err
 	}
 	var seq int64
-	err := s.xr.QueryRowContext(ctx, `SELECT seq FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&seq)
+	err := s.searchRow(ctx, `SELECT seq FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", err
 	}

@@ -329,3 +329,17 @@ func TestScore(t *testing.T) {
 		}
 	}
 }
+
+// A short ref is looked up through artifacts_short, not by walking the thread's artifacts:
+// every capability call resolves its result's short ref, and the walk cost 3 ms at 10k.
+func TestShortRefLookupUsesItsIndex(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	var id, parent, notused int
+	var detail string
+	if err := s.r.QueryRow(`EXPLAIN QUERY PLAN `+sqlShortInThread, "t", "abcdef").Scan(&id, &parent, &notused, &detail); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(detail, "artifacts_short") {
+		t.Fatalf("short ref lookup plan is %q, want it to use artifacts_short", detail)
+	}
+}

@@ -85,6 +85,8 @@ type SQLite struct {
 	idxRunning bool
 	xw, xr     *sql.DB              // search.db: the indexer's writer, the searches' readers
 	xstmts     map[string]*sql.Stmt // the indexer's prepared statements
+	xrmu       sync.Mutex
+	xrstmts    map[string]*sql.Stmt // the searches' prepared statements on xr (searchStmt)
 	token      string               // names this open in search.db's content view
 
 	blobs   blob.Store     // bodies outside the database (nil: in artifact_content)
