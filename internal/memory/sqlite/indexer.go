@@ -284,12 +284,7 @@ func (s *SQLite) closeSearchDB() error {
 		st.Close()
 		delete(s.xstmts, q)
 	}
-	s.xrmu.Lock()
-	for q, st := range s.xrstmts {
-		st.Close()
-		delete(s.xrstmts, q)
-	}
-	s.xrmu.Unlock()
+	s.xrstmts.close()
 	var errs []error
 	if s.xr != nil {
 		errs = append(errs, s.xr.Close())
@@ -312,8 +307,10 @@ func artifactText(token, ref string) (string, error) {
 	var typ string
 	var content []byte
 	var enc int
-	err := s.r.QueryRowContext(context.Background(), `SELECT a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref WHERE a.ref = ?`, ref).
-		Scan(&typ, &content, &enc)
+	st, err := s.rstmts.get(context.Background(), s.r, `SELECT a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref WHERE a.ref = ?`)
+	if err == nil {
+		err = st.QueryRowContext(context.Background(), ref).Scan(&typ, &content, &enc)
+	}
 	if err != nil {
 		return "", nil // a missing or unreadable artifact has no snippet; the hit stands
 	}

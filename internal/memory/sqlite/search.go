@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/relaydev/relay/internal/memory"
 )
@@ -188,19 +189,14 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	// bm25 costs ~10 µs per matching row in pure-Go SQLite, so a term found in most of a
 	// huge thread would take seconds; past MaxRanked matches only the newest MaxRanked
 	// are ranked (agents mostly want recent artifacts, and such terms carry little idf).
-	var floor int64
-	err = s.searchRow(ctx, `SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
-		match, lo, hi, MaxRanked-1).Scan(&floor)
-	switch {
-	case err == nil:
-		lo = floor
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("search: %w", err)
-	}
+	// One walk of the matches, newest first, ranks them: a separate query for the
+	// MaxRanked-th newest rowid walked them all once more. Equal scores keep rowid order.
 	// Ranking reads only the index; the artifact rows (and the text, for the snippet) are
 	// read for the hits alone.
-	rows, err := s.searchRows(ctx, `SELECT rowid, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score
-		FROM artifact_fts WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY score LIMIT ?`, match, lo, hi, limit)
+	rows, err := s.searchRows(ctx, `SELECT rowid, score FROM (
+			SELECT rowid, bm25(artifact_fts, 2.0, 1.0, 0.0) AS score FROM artifact_fts
+			WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?)
+		ORDER BY score, rowid LIMIT ?`, match, lo, hi, MaxRanked, limit)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
@@ -294,43 +290,59 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	return hits, nil
 }
 
-// searchStmt returns query prepared on search.db's readers, preparing it the first time:
-// parsing the search's statements again on every search took a fifth of its CPU.
-// database/sql prepares it again on each reader connection as needed.
-func (s *SQLite) searchStmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s.xrmu.Lock()
-	defer s.xrmu.Unlock()
-	if st := s.xrstmts[query]; st != nil {
+// stmtCache keeps statements prepared once per query text: parsing the search's
+// statements again on every search took a fifth of its CPU. database/sql prepares a
+// statement again on each pool connection as needed.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.m[query]; st != nil {
 		return st, nil
 	}
-	if s.xrstmts == nil {
-		s.xrstmts = map[string]*sql.Stmt{}
-	}
-	st, err := s.xr.PrepareContext(ctx, query)
+	st, err := db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	s.xrstmts[query] = st
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	c.m[query] = st
 	return st, nil
 }
 
+// close closes the statements (before their database is closed or replaced).
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, st := range c.m {
+		st.Close()
+		delete(c.m, q)
+	}
+}
+
+// searchRows runs a query on search.db's readers through its prepared statement.
 func (s *SQLite) searchRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := s.searchStmt(ctx, query)
+	st, err := s.xrstmts.get(ctx, s.xr, query)
 	if err != nil {
 		return nil, err
 	}
 	return st.QueryContext(ctx, args...)
 }
 
-// searchRow is searchRows for one row.
 type rowScanner interface{ Scan(dest ...any) error }
 
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
+// searchRow is searchRows for one row.
 func (s *SQLite) searchRow(ctx context.Context, query string, args ...any) rowScanner {
-	st, err := s.searchStmt(ctx, query)
+	st, err := s.xrstmts.get(ctx, s.xr, query)
 	if err != nil {
 		return errRow{err}
 	}

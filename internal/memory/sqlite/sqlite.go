@@ -85,8 +85,8 @@ type SQLite struct {
 	idxRunning bool
 	xw, xr     *sql.DB              // search.db: the indexer's writer, the searches' readers
 	xstmts     map[string]*sql.Stmt // the indexer's prepared statements
-	xrmu       sync.Mutex
-	xrstmts    map[string]*sql.Stmt // the searches' prepared statements on xr (searchStmt)
+	xrstmts    stmtCache            // the searches' prepared statements on xr
+	rstmts     stmtCache            // prepared statements of hot reads on r (snippet text)
 	token      string               // names this open in search.db's content view
 
 	blobs   blob.Store     // bodies outside the database (nil: in artifact_content)
@@ -345,6 +345,7 @@ func (s *SQLite) Close() error {
 		st.Close()
 	}
 	s.mirror.close()
+	s.rstmts.close()
 	return errors.Join(s.closeSearchDB(), s.ck.Close(), s.r.Close(), s.w.Close())
 }
 
