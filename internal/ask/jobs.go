@@ -19,7 +19,8 @@ import (
 
 // JobStore keeps `relay ask --background` jobs: one directory per job under
 // $RELAY_HOME/ask/jobs holding job.json (what was asked, by which process),
-// result.json (the answers, written by the job when it ends) and stderr.log.
+// request.json (what to ask, as whom), result.json (the answers, written by the job
+// when it ends) and stderr.log.
 type JobStore struct {
 	Dir string
 }
@@ -55,6 +56,9 @@ func (s *JobStore) dir(id string) string { return filepath.Join(s.Dir, id) }
 // Paths of a job's files.
 func (s *JobStore) ResultPath(id string) string { return filepath.Join(s.dir(id), "result.json") }
 func (s *JobStore) StderrPath(id string) string { return filepath.Join(s.dir(id), "stderr.log") }
+
+// SpecPath is the job's request (0600: it holds the prompt), read by the job's process.
+func (s *JobStore) SpecPath(id string) string { return filepath.Join(s.dir(id), "request.json") }
 
 func (s *JobStore) save(j *Job) error {
 	b, err := json.MarshalIndent(j, "", "  ")

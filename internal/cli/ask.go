@@ -66,7 +66,6 @@ type AskOptions struct {
 	// priorVerdicts are earlier verdicts on the same diff the friend was pointed at.
 	verdictRefs   []string
 	priorVerdicts []string
-	jobID         string // this ask runs as background job jobID
 }
 
 // dedupeNames is the --to list as ask will ask it (aliases resolved, repeats dropped).
@@ -139,18 +138,12 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 			} else if fl.Changed("rounds") {
 				return WithHint(Usagef("--rounds needs --team"), "relay ask --team codex,claude --rounds 2 --prompt …")
 			}
-			if opts.Background {
-				return askBackground(cmd, opts)
-			}
 			if c, _, err := cmd.Root().Find([]string{"mcp"}); err == nil && c != cmd.Root() {
 				opts.HasMCP = true
 			}
 			opts.Memory = f.memory()
-			if id := f.Getenv(askJobEnv); id != "" {
-				opts.jobID = id
-				err := askRun(cmd.Context(), opts)
-				finishJob(f.Home, id, err)
-				return err
+			if opts.Background {
+				return askBackground(cmd.Context(), opts)
 			}
 			return askRun(cmd.Context(), opts)
 		},
@@ -178,7 +171,7 @@ Sandbox modes: read-only (default), workspace-write, danger-full-access.`,
 	fl.StringVar(&opts.Team, "team", "", "ask these `FRIENDS` (codex,claude,…) in rounds; each round reads the previous round's answers by ref")
 	fl.IntVar(&opts.Rounds, "rounds", workspace.DefaultTeamRounds, fmt.Sprintf("with --team: at most `N` rounds (1 to %d); --verdict stops early when all agree", workspace.MaxTeamRounds))
 	fl.BoolVar(&opts.Background, "background", false, "return at once with a job id; see it with relay ask jobs and relay ask result ID")
-	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f), newCmdAskJobs(f), newCmdAskResult(f))
+	cmd.AddCommand(newCmdAskSessions(f), newCmdAskForget(f), newCmdAskJobs(f), newCmdAskResult(f), newCmdAskRunJob(f))
 	return cmd
 }
 
@@ -248,56 +241,30 @@ func newCmdAskForget(f *Factory) *cobra.Command {
 	}
 }
 
-// askJSON is the stable --json shape; unknown values are left out.
-type askJSON struct {
-	Backend    string      `json:"backend"`
-	Model      string      `json:"model,omitempty"`
-	Answer     string      `json:"answer"`
-	DurationMS int64       `json:"duration_ms"`
-	Tokens     *askTokens  `json:"tokens,omitempty"`
-	CostUSD    *float64    `json:"cost_usd,omitempty"`
-	Session    string      `json:"session,omitempty"`
-	Error      *askJSONErr `json:"error,omitempty"`
-	// With a thread: the stored answer's ref, and answer is its preview.
-	Ref       string `json:"ref,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
-	// With --schema or --verdict: the answer's JSON value, checked.
-	JSON    json.RawMessage `json:"json,omitempty"`
-	Verdict *ask.Verdict    `json:"verdict,omitempty"`
-	Retried bool            `json:"retried,omitempty"`
-	// With a thread: where the verdict is stored, and earlier verdicts on the same diff.
-	VerdictRef    string   `json:"verdict_ref,omitempty"`
-	PriorVerdicts []string `json:"prior_verdicts,omitempty"`
-}
+// askJSON is the stable --json shape (the core's, shared with background jobs' results).
+type askJSON = workspace.AnswerJSON
 
-type askTokens struct {
-	Input  *int64 `json:"input,omitempty"`
-	Output *int64 `json:"output,omitempty"`
-}
-
-type askJSONErr struct {
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
-}
-
-func askRun(ctx context.Context, opts *AskOptions) error {
+// askRequest reads what the flags say into the workspace and request both a foreground
+// ask and a background job run.
+func askRequest(opts *AskOptions) (*workspace.Workspace, workspace.AskRequest, error) {
+	var req workspace.AskRequest
 	if opts.Prompt == "-" {
 		if opts.IO.IsStdinTTY() {
 			fmt.Fprintln(opts.IO.ErrOut, "Reading the prompt from stdin; end it with Ctrl-D.")
 		}
-		b, err := io.ReadAll(opts.IO.In)
+		b, err := io.ReadAll(io.LimitReader(opts.IO.In, ask.MaxPromptBytes+1))
 		if err != nil {
-			return WithHint(fmt.Errorf("cannot read the prompt from stdin: %w", err), "pass it with --prompt TEXT instead")
+			return nil, req, WithHint(fmt.Errorf("cannot read the prompt from stdin: %w", err), "pass it with --prompt TEXT instead")
 		}
 		opts.Prompt = string(b)
 	}
 	wd, err := opts.WorkDir()
 	if err != nil {
-		return WithHint(fmt.Errorf("cannot find the current directory: %w", err), "cd into the repository and try again")
+		return nil, req, WithHint(fmt.Errorf("cannot find the current directory: %w", err), "cd into the repository and try again")
 	}
 	schemaJSON, err := readSchemaArg(opts.Schema, wd)
 	if err != nil {
-		return err
+		return nil, req, err
 	}
 	ws := &workspace.Workspace{Principal: workspace.Person, WorkDir: wd, Home: opts.Home, Getenv: opts.Getenv, Environ: opts.Environ,
 		Notes: opts.IO.ErrOut, Memory: opts.Memory, Thread: opts.Thread, Asker: opts.Asker}
@@ -305,12 +272,20 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	if opts.To != "" {
 		to = strings.Split(opts.To, ",")
 	}
-	req := workspace.AskRequest{HasMCP: opts.HasMCP, TimeoutGiven: opts.TimeoutGiven, Request: ask.Request{
+	req = workspace.AskRequest{HasMCP: opts.HasMCP, TimeoutGiven: opts.TimeoutGiven, Request: ask.Request{
 		To: to, Prompt: opts.Prompt, Repo: opts.Repo, ContextFile: opts.ContextFile, ContextText: opts.ContextText,
 		IncludeDiff: opts.IncludeDiff, DiffBase: opts.DiffBase, Sandbox: opts.Sandbox, Model: opts.Model,
 		TimeoutSeconds: opts.Timeout, MaxDepth: opts.MaxDepth, Session: opts.Session,
 		Schema: schemaJSON, Verdict: opts.Verdict, Review: opts.Review,
 	}}
+	return ws, req, nil
+}
+
+func askRun(ctx context.Context, opts *AskOptions) error {
+	ws, req, err := askRequest(opts)
+	if err != nil {
+		return err
+	}
 	if err := ws.AskDefaults(&req); err != nil {
 		return err
 	}
@@ -329,7 +304,6 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 		}
 		return printTeam(opts, tr)
 	}
-	req.Job = opts.jobID
 	res, err := ws.Ask(ctx, req)
 	prog.finish()
 	if err != nil {
@@ -500,17 +474,7 @@ func printVerdict(w io.Writer, v *ask.Verdict) {
 	}
 }
 
-func toAskJSON(a ask.Answer) askJSON {
-	j := askJSON{Backend: a.Backend, Model: a.Model, Answer: a.Text, DurationMS: a.Duration.Milliseconds(),
-		CostUSD: a.CostUSD, Session: a.Session, JSON: a.JSON, Verdict: a.Verdict, Retried: a.Retried}
-	if a.InputTokens != nil || a.OutputTokens != nil {
-		j.Tokens = &askTokens{Input: a.InputTokens, Output: a.OutputTokens}
-	}
-	if a.Err != nil {
-		j.Error = &askJSONErr{Message: a.Err.Message, Hint: a.Err.Hint}
-	}
-	return j
-}
+func toAskJSON(a ask.Answer) askJSON { return workspace.ToAnswerJSON(a) }
 
 // storedAnswer is what the caller sees of an answer stored in a thread: the ref and the
 // preview (the answer itself when it fits the preview).
