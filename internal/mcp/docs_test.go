@@ -191,16 +191,19 @@ func substitute(v any, seen map[string]string) any {
 	return v
 }
 
-// learnRefs records the real value of every "ref" the docs show at the same place.
+// learnRefs records the real value of every "ref" (and background "job" id) the docs
+// show at the same place.
 func learnRefs(doc, got any, seen map[string]string) {
 	d, ok1 := doc.(map[string]any)
 	g, ok2 := got.(map[string]any)
 	if !ok1 || !ok2 {
 		return
 	}
-	if dr, ok := d["ref"].(string); ok {
-		if gr, ok := g["ref"].(string); ok {
-			seen[dr] = gr
+	for _, k := range []string{"ref", "job"} {
+		if dr, ok := d[k].(string); ok {
+			if gr, ok := g[k].(string); ok {
+				seen[dr] = gr
+			}
 		}
 	}
 }

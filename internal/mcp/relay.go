@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/relaydev/relay/internal/apply/patch"
 	"github.com/relaydev/relay/internal/ask"
@@ -55,6 +56,8 @@ func Wire(o Options) Jobs {
 	r := &relay{o: o, mem: mem}
 	return Jobs{
 		Ask:           r.ask,
+		StartAsk:      r.startAsk,
+		Job:           r.job,
 		Apply:         r.apply,
 		Memory:        &daemon{mem: mem},
 		Backends:      backend.Names(),
@@ -88,55 +91,101 @@ func (r *relay) workspace(thread string) (*workspace.Workspace, error) {
 		Notes: r.o.ErrOut, Memory: r.mem, Thread: thread}, nil
 }
 
-// ask runs ask for a tool call: no terminal, the session's environment, recorded in the
-// thread like relay ask.
-func (r *relay) ask(ctx context.Context, a AskArgs) ([]Answer, error) {
+// askRequest is a tool call's ask in the workspace's terms, checked like relay ask checks
+// its flags.
+func (r *relay) askRequest(a AskArgs) (*workspace.Workspace, workspace.AskRequest, error) {
+	var wreq workspace.AskRequest
 	if a.Diff && a.DiffBase != "" {
-		return nil, &ArgError{Msg: "use diff or diff_base, not both", Hint: "drop one of them"}
+		return nil, wreq, &ArgError{Msg: "use diff or diff_base, not both", Hint: "drop one of them"}
 	}
 	if a.Base != "" && a.DiffBase != "" && a.DiffBase != a.Base {
-		return nil, &ArgError{Msg: "base and diff_base name different refs", Hint: "pass one of them"}
+		return nil, wreq, &ArgError{Msg: "base and diff_base name different refs", Hint: "pass one of them"}
 	}
 	req := ask.Request{To: a.To, Prompt: a.Prompt, ContextFile: a.ContextFile, ContextText: a.Context, IncludeDiff: a.Diff, DiffBase: a.DiffBase,
 		Sandbox: a.Sandbox, Model: a.Model, TimeoutSeconds: a.Timeout, MaxDepth: ask.DefaultMaxDepth, Session: a.Session,
 		Schema: a.Schema, Verdict: a.Verdict, Review: a.Review}
 	req.ReviewScope(a.Base)
 	if req.Review && req.IncludeDiff {
-		return nil, &ArgError{Msg: "review sends every uncommitted change already", Hint: "drop diff"}
+		return nil, wreq, &ArgError{Msg: "review sends every uncommitted change already", Hint: "drop diff"}
 	}
 	ws, err := r.workspace(a.Thread)
 	if err != nil {
-		return nil, err
+		return nil, wreq, err
 	}
 	if cfg, _, err := config.Load(ws.WorkDir); err == nil {
 		ws.Config = cfg // the project a context_file must be inside (workspace.CheckAsk)
 	}
-	res, err := ws.Ask(ctx, workspace.AskRequest{HasMCP: true, TimeoutGiven: a.Timeout > 0, Request: req})
+	return ws, workspace.AskRequest{HasMCP: true, TimeoutGiven: a.Timeout > 0, Request: req}, nil
+}
+
+// ask runs ask for a tool call: no terminal, the session's environment, recorded in the
+// thread like relay ask.
+func (r *relay) ask(ctx context.Context, a AskArgs) ([]Answer, error) {
+	ws, req, err := r.askRequest(a)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ws.Ask(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Answer, len(res.Answers))
-	for i, x := range res.Answers {
-		o := Answer{Backend: x.Backend, Model: x.Model, Answer: x.Text, DurationMS: x.Duration.Milliseconds(), Session: x.Session,
-			JSON: x.JSON, Verdict: x.Verdict}
-		if x.InputTokens != nil || x.OutputTokens != nil {
-			o.Tokens = map[string]any{}
-			if x.InputTokens != nil {
-				o.Tokens["input"] = *x.InputTokens
-			}
-			if x.OutputTokens != nil {
-				o.Tokens["output"] = *x.OutputTokens
-			}
-		}
-		if x.Err != nil {
-			o.Error, o.Hint = x.Err.Message, x.Err.Hint
-		}
-		if i < len(res.Records) && res.Records[i] != nil {
-			o.Ref = res.Records[i].Ref
-		}
-		out[i] = o
+	for i, x := range workspace.AnswersJSON(res) {
+		out[i] = toAnswer(x)
 	}
 	return out, nil
+}
+
+// toAnswer is an answer as the tool returns it.
+func toAnswer(x workspace.AnswerJSON) Answer {
+	o := Answer{Backend: x.Backend, Model: x.Model, Answer: x.Answer, DurationMS: x.DurationMS, Session: x.Session,
+		JSON: x.JSON, Verdict: x.Verdict, Ref: x.Ref}
+	if t := x.Tokens; t != nil {
+		o.Tokens = map[string]any{}
+		if t.Input != nil {
+			o.Tokens["input"] = *t.Input
+		}
+		if t.Output != nil {
+			o.Tokens["output"] = *t.Output
+		}
+	}
+	if x.Error != nil {
+		o.Error, o.Hint = x.Error.Message, x.Error.Hint
+	}
+	return o
+}
+
+// startAsk starts the tool call's ask as a background job, with an agent's limits.
+func (r *relay) startAsk(ctx context.Context, a AskArgs) (JobStatus, error) {
+	ws, req, err := r.askRequest(a)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	j, err := ws.StartAsk(ctx, req)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	return JobStatus{ID: j.ID, Status: j.Status, To: j.To, Thread: j.Thread}, nil
+}
+
+// job reads a background job, waiting up to wait seconds (bounded) while it runs.
+func (r *relay) job(ctx context.Context, id string, wait int) (JobStatus, error) {
+	ws, err := r.workspace("")
+	if err != nil {
+		return JobStatus{}, err
+	}
+	o, err := ws.Job(ctx, id, time.Duration(wait)*time.Second)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	st := JobStatus{ID: o.Job.ID, Status: o.Job.Status, To: o.Job.To, Thread: o.Job.Thread}
+	for _, x := range o.Answers {
+		st.Answers = append(st.Answers, toAnswer(x))
+	}
+	if o.Err != nil {
+		st.Error, st.Hint = o.Err.Message, o.Err.Hint
+	}
+	return st, nil
 }
 
 // apply runs one apply op for a tool call. Approval follows the project config: an agent

@@ -85,6 +85,22 @@ type AskArgs struct {
 	Verdict bool            `json:"verdict"`
 	Review  bool            `json:"review"`
 	Base    string          `json:"base"`
+	// Background returns at once with a job; read op=job fetches its answers.
+	Background bool `json:"background"`
+}
+
+// JobStatus is a background ask: running, done, failed or lost (its process died
+// without a result); once it ended, its answers or why there are none.
+type JobStatus struct {
+	ID      string   `json:"job"`
+	Status  string   `json:"status"`
+	To      []string `json:"to"`
+	Thread  string   `json:"thread,omitempty"`
+	Answers []Answer `json:"answers,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Hint    string   `json:"hint,omitempty"`
+	// Next is the call that fetches the job while it runs.
+	Next string `json:"next,omitempty"`
 }
 
 // Answer is one friend's answer.
@@ -143,6 +159,10 @@ type MemoryArgs struct {
 type Jobs struct {
 	// Ask asks the friends; a failed friend is an Answer with Error set.
 	Ask func(ctx context.Context, a AskArgs) ([]Answer, error)
+	// StartAsk starts the ask as a background job; Job reads one, waiting up to
+	// wait seconds while it runs.
+	StartAsk func(ctx context.Context, a AskArgs) (JobStatus, error)
+	Job      func(ctx context.Context, id string, wait int) (JobStatus, error)
 	// Apply runs one apply op and returns what to tell the model.
 	Apply  func(ctx context.Context, a ApplyArgs) (any, error)
 	Memory Memory
@@ -387,6 +407,17 @@ func (s *Server) handleAsk(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		if strings.TrimSpace(a.Prompt) == "" && !a.Review && !a.Verdict && a.Base == "" {
 			return nil, argErr(`ask {"prompt":"…","to":["codex"]}`, "prompt is empty")
 		}
+		if a.Background {
+			if s.jobs.StartAsk == nil {
+				return nil, errors.New("background asks are not available in this session")
+			}
+			st, err := s.jobs.StartAsk(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			st.Next = jobCall(st.ID)
+			return st, nil
+		}
 		if s.jobs.Ask == nil {
 			return nil, errors.New("ask is not available in this session")
 		}
@@ -402,6 +433,38 @@ func (s *Server) handleAsk(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		}
 		return map[string]any{"answers": answers}, nil
 	}), nil
+}
+
+// jobCall is the read call that fetches a job, waiting for it as long as a call may.
+func jobCall(id string) string {
+	return fmt.Sprintf(`read {"op":"job","id":%q,"wait":%d}`, id, MaxJobWait)
+}
+
+// MaxJobWait is the longest read op=job waits, in seconds: a host times a call out.
+const MaxJobWait = 30
+
+// job reads a background ask; a long answer comes back as ref + preview.
+func (s *Server) job(ctx context.Context, a ReadArgs) (any, error) {
+	if s.jobs.Job == nil {
+		return nil, errors.New("background asks are not available in this session")
+	}
+	if a.ID == "" {
+		return nil, argErr(`read {"op":"job","id":"<the job ask returned>"}`, "id is empty")
+	}
+	if a.Wait < 0 || a.Wait > MaxJobWait {
+		return nil, argErr(fmt.Sprintf("pass wait from 0 to %d seconds, and call again while it runs", MaxJobWait), "wait %d is out of range", a.Wait)
+	}
+	st, err := s.jobs.Job(ctx, a.ID, a.Wait)
+	if err != nil {
+		return nil, err
+	}
+	for i := range st.Answers {
+		s.shorten(ctx, st.Thread, &st.Answers[i])
+	}
+	if st.Status == "running" {
+		st.Next = jobCall(st.ID)
+	}
+	return st, nil
 }
 
 // shorten keeps a preview of a long answer inline, the whole answer one ref away: the
@@ -462,6 +525,9 @@ type ReadArgs struct {
 	Type    string `json:"type"`
 	After   int64  `json:"after"`
 	Limit   int    `json:"limit"`
+	// ID and Wait are op=job's: the background ask, and seconds to wait while it runs.
+	ID   string `json:"id"`
+	Wait int    `json:"wait"`
 }
 
 // WriteArgs are the write_memory tool's arguments.
@@ -507,9 +573,11 @@ func (s *Server) handleRead(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 				return nil, errors.New("the change log is not available in this session (no project)")
 			}
 			return s.jobs.Apply(ctx, ApplyArgs{Op: "log", Limit: a.Limit})
+		case "job":
+			return s.job(ctx, a)
 		case "header", "state", "get", "search", "events":
 		default:
-			return nil, argErr("op is one of: header, state, get, search, events, log", "unknown read op %q", a.Op)
+			return nil, argErr("op is one of: header, state, get, search, events, log, job", "unknown read op %q", a.Op)
 		}
 		return s.memory(ctx, MemoryArgs{Op: a.Op, Thread: a.Thread, Since: a.Since, Version: a.Version, Ref: a.Ref,
 			Offset: a.Offset, Length: a.Length, Query: a.Query, Type: a.Type, After: a.After, Limit: a.Limit})

@@ -70,7 +70,7 @@ func tools(backends []string) []*sdk.Tool {
 }
 
 const readDescription = `Read relay's shared memory and this project's change log; changes nothing. thread defaults to $RELAY_THREAD or this project's thread.
-header(since: only changes after that version); state(version); get(ref, offset, length): an artifact, in pages; search(query, type, limit); events(after, limit); log(limit): the file transactions edit_files made.`
+header(since: only changes after that version); state(version); get(ref, offset, length): an artifact, in pages; search(query, type, limit); events(after, limit); log(limit): the file transactions edit_files made; job(id, wait: seconds): a background ask's status and answers.`
 
 const writeDescription = `Write relay's shared memory (never project files); pass refs instead of re-sending text.
 new_thread(name; names are unique); patch(patch: RFC 6902 ops, version: the one you read; a conflict returns the current version, re-read and retry); put(content, name, type) -> ref.`
@@ -81,14 +81,14 @@ dry_run shows the plan and changes nothing. Approval follows the project config.
 
 const fetchDescription = `Fetch a public http(s) URL; the body is stored in memory and you get its ref and a preview.`
 
-const askDescription = `Ask other coding-agent CLIs for a second opinion or review; several "to" run in parallel. A long answer comes back as a ref plus preview (read op=get).`
+const askDescription = `Ask other coding-agent CLIs for a second opinion or review; several "to" run in parallel. A long answer comes back as a ref plus preview (read op=get). background: returns a job id now; read op=job fetches it.`
 
 var artifactTypes = []string{"markdown", "json", "html", "text", "binary", "tool_output", "email"}
 
 func readSchema() json.RawMessage {
 	types, _ := json.Marshal(artifactTypes)
 	return json.RawMessage(`{"type":"object","required":["op"],"additionalProperties":false,"properties":{` +
-		`"op":{"enum":["header","state","get","search","events","log"]},` +
+		`"op":{"enum":["header","state","get","search","events","log","job"]},` +
 		`"thread":{"type":"string"},` +
 		`"since":{"type":"integer","minimum":0},` +
 		`"version":{"type":"integer","minimum":0},` +
@@ -98,7 +98,9 @@ func readSchema() json.RawMessage {
 		`"query":{"type":"string"},` +
 		`"type":{"enum":` + string(types) + `},` +
 		`"after":{"type":"integer","minimum":0},` +
-		`"limit":{"type":"integer","minimum":1}}}`)
+		`"limit":{"type":"integer","minimum":1},` +
+		`"id":{"type":"string"},` +
+		`"wait":{"type":"integer","minimum":0,"maximum":30}}}`)
 }
 
 func writeSchema() json.RawMessage {
@@ -147,5 +149,6 @@ func askSchema(backends []string) json.RawMessage {
 		`"schema":{"type":"object","description":"JSON Schema the answer must match"},` +
 		`"verdict":{"type":"boolean","description":"approve or request-changes with findings"},` +
 		`"review":{"type":"boolean","description":"review uncommitted changes; prompt optional"},` +
-		`"base":{"type":"string","description":"review REF...HEAD"}}}`)
+		`"base":{"type":"string","description":"review REF...HEAD"},` +
+		`"background":{"type":"boolean"}}}`)
 }
