@@ -9,14 +9,14 @@ import (
 // AnswerJSON is one friend's answer in relay's stable JSON shape (relay ask --json, a
 // background job's result); unknown values are left out.
 type AnswerJSON struct {
-	Backend    string      `json:"backend"`
-	Model      string      `json:"model,omitempty"`
-	Answer     string      `json:"answer"`
-	DurationMS int64       `json:"duration_ms"`
-	Tokens     *Tokens     `json:"tokens,omitempty"`
-	CostUSD    *float64    `json:"cost_usd,omitempty"`
-	Session    string      `json:"session,omitempty"`
-	Error      *AnswerErr  `json:"error,omitempty"`
+	Backend    string     `json:"backend"`
+	Model      string     `json:"model,omitempty"`
+	Answer     string     `json:"answer"`
+	DurationMS int64      `json:"duration_ms"`
+	Tokens     *Tokens    `json:"tokens,omitempty"`
+	CostUSD    *float64   `json:"cost_usd,omitempty"`
+	Session    string     `json:"session,omitempty"`
+	Error      *AnswerErr `json:"error,omitempty"`
 	// With a thread: the stored answer's ref (answer may then be its preview, see Truncated).
 	Ref       string `json:"ref,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
