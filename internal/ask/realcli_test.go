@@ -13,6 +13,7 @@ import (
 
 	"github.com/relaydev/relay/internal/testsupport"
 	"github.com/relaydev/relay/internal/testsupport/fakellm"
+	"github.com/relaydev/relay/internal/testsupport/realcli"
 )
 
 // The real-CLI tier: the pinned npm releases of codex, gemini, claude and qwen
@@ -20,50 +21,9 @@ import (
 // 127.0.0.1 with a throwaway HOME. It catches a CLI changing its flags, its
 // stdin handling or its output format. Opt in with RELAY_REAL_CLIS=1;
 // FRIEND_CLIS_BIN overrides where the CLIs are (default .cache/friend-clis/node_modules/.bin).
+// Each CLI's settings for the fake LLM are internal/testsupport/realcli's.
 
-type realCLI struct {
-	name  string
-	model string // passed with --model ("" = the CLI's configured default)
-	setup func(t *testing.T, home, url string) []string
-}
-
-var realCLIs = []realCLI{
-	{name: "codex", setup: func(t *testing.T, home, url string) []string {
-		codexHome := filepath.Join(home, ".codex")
-		mustWrite(t, filepath.Join(codexHome, "config.toml"), `model = "fake-model"
-model_provider = "fakeprov"
-
-[model_providers.fakeprov]
-name = "fakeprov"
-base_url = "`+url+`/v1"
-env_key = "FAKE_OPENAI_KEY"
-wire_api = "responses"
-`)
-		return []string{"CODEX_HOME=" + codexHome, "FAKE_OPENAI_KEY=sk-fake"}
-	}},
-	{name: "claude", model: "sonnet", setup: func(t *testing.T, home, url string) []string {
-		return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_TELEMETRY=1",
-			"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=dumb"}
-	}},
-	{name: "gemini", model: "gemini-2.5-flash", setup: func(t *testing.T, home, url string) []string {
-		mustWrite(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
-		return []string{"GEMINI_API_KEY=fake-key", "GOOGLE_GEMINI_BASE_URL=" + url, "TERM=xterm-256color"}
-	}},
-	{name: "qwen", model: "fake-model", setup: func(t *testing.T, home, url string) []string {
-		mustWrite(t, filepath.Join(home, ".qwen", "settings.json"), `{"security":{"auth":{"selectedType":"openai"}}}`)
-		return []string{"OPENAI_API_KEY=sk-fake", "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_MODEL=fake-model"}
-	}},
-}
-
-func mustWrite(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func mustWrite(t *testing.T, path, content string) { realcli.Write(t, path, content) }
 
 func gitRepo(t *testing.T) string {
 	t.Helper()
@@ -102,39 +62,20 @@ type askOut struct {
 }
 
 func TestRealCLIs(t *testing.T) {
-	if os.Getenv("RELAY_REAL_CLIS") != "1" {
-		t.Skip("set RELAY_REAL_CLIS=1 (after scripts/install-friend-clis.sh) to run the real friend CLIs")
-	}
-	bin := testsupport.FriendCLIs(t)
+	realcli.Skip(t)
 	relay := testsupport.BuildRelay(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node not on PATH: the friend CLIs need it")
-	}
-	git, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal("git not on PATH")
-	}
-	for _, c := range realCLIs {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range realcli.All {
+		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := os.Stat(filepath.Join(bin, c.name)); err != nil {
-				t.Fatalf("%s not installed in %s: run scripts/install-friend-clis.sh", c.name, bin)
-			}
-			srv := fakellm.New(t, "FAKE-ANSWER from the "+c.name+" friend.")
+			srv := fakellm.New(t, "FAKE-ANSWER from the "+c.Name+" friend.")
 			home := t.TempDir()
 			repo := gitRepo(t)
-			env := []string{
-				"PATH=" + strings.Join([]string{bin, filepath.Dir(node), filepath.Dir(git), "/usr/bin", "/bin"}, ":"),
-				"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(),
-				"NO_COLOR=1", "CI=1", "LANG=C.UTF-8",
-			}
-			env = append(env, c.setup(t, home, srv.URL)...)
+			env := append(realcli.Env(t, home, c.Name), c.Setup(t, home, srv.URL)...)
 
 			ask := func(t *testing.T, prompt string, extra ...string) askOut {
-				args := []string{"ask", "--to", c.name, "--prompt", prompt, "--repo", repo, "--json", "--timeout", "120"}
-				if c.model != "" {
-					args = append(args, "--model", c.model)
+				args := []string{"ask", "--to", c.Name, "--prompt", prompt, "--repo", repo, "--json", "--timeout", "120"}
+				if c.Model != "" {
+					args = append(args, "--model", c.Model)
 				}
 				args = append(args, extra...)
 				ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
@@ -159,7 +100,7 @@ func TestRealCLIs(t *testing.T) {
 					for _, r := range srv.Requests() {
 						t.Logf("server saw %s %s model=%q stream=%v", r.Method, r.Path, r.Model, r.Stream)
 					}
-					t.Fatalf("relay ask --to %s: %v\nstdout:\n%s\nstderr:\n%s", c.name, err, stdout.String(), stderr.String())
+					t.Fatalf("relay ask --to %s: %v\nstdout:\n%s\nstderr:\n%s", c.Name, err, stdout.String(), stderr.String())
 				}
 				var out askOut
 				if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
@@ -168,9 +109,9 @@ func TestRealCLIs(t *testing.T) {
 				return out
 			}
 
-			prompt := "PROMPT-MARKER-" + c.name + ": is this change safe?"
+			prompt := "PROMPT-MARKER-" + c.Name + ": is this change safe?"
 			out := ask(t, prompt, "--include-diff")
-			if out.Backend != c.name || out.Answer != srv.Answer {
+			if out.Backend != c.Name || out.Answer != srv.Answer {
 				t.Errorf("got backend %q answer %q, want %q", out.Backend, out.Answer, srv.Answer)
 			}
 			for _, want := range []string{"Request:\n" + prompt, "Repository path: " + repo, "Git Diff:\n", "DIFF-MARKER"} {
@@ -179,9 +120,9 @@ func TestRealCLIs(t *testing.T) {
 				}
 			}
 			if out.Tokens == nil || out.Tokens.Output == nil {
-				t.Logf("%s reported no output tokens: %+v", c.name, out)
+				t.Logf("%s reported no output tokens: %+v", c.Name, out)
 			}
-			t.Logf("%s: model=%q tokens=%v cost=%v duration=%dms", c.name, out.Model, tokensStr(out), costStr(out.CostUSD), out.DurationMS)
+			t.Logf("%s: model=%q tokens=%v cost=%v duration=%dms", c.Name, out.Model, tokensStr(out), costStr(out.CostUSD), out.DurationMS)
 
 			// a big context goes through stdin intact (one argv element caps at 128 KiB)
 			big := filepath.Join(t.TempDir(), "big.txt")
@@ -193,7 +134,7 @@ func TestRealCLIs(t *testing.T) {
 				t.Errorf("the end of a 196 KB context never reached the server")
 			}
 
-			first := "SESSION-TURN-ONE for " + c.name
+			first := "SESSION-TURN-ONE for " + c.Name
 			ask(t, first, "--session", "conv")
 			before := len(srv.Requests())
 			ask(t, "SESSION-TURN-TWO", "--session", "conv")
@@ -256,7 +197,7 @@ func TestRealCodexNested(t *testing.T) {
 	repo := gitRepo(t)
 	env := []string{"PATH=" + strings.Join([]string{filepath.Dir(relay), bin, filepath.Dir(node), "/usr/bin", "/bin"}, ":"),
 		"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8"}
-	env = append(env, realCLIs[0].setup(t, home, srv.URL)...)
+	env = append(env, realcli.Get(t, "codex").Setup(t, home, srv.URL)...)
 	for _, sandbox := range []string{"read-only", "danger-full-access"} {
 		before := len(srv.Requests())
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
@@ -329,7 +270,7 @@ func TestRealClaudeNested(t *testing.T) {
 	repo := gitRepo(t)
 	env := []string{"PATH=" + strings.Join([]string{filepath.Dir(relay), bin, "/usr/bin", "/bin"}, ":"),
 		"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8", "IS_SANDBOX=1"}
-	env = append(env, realCLIs[1].setup(t, home, srv.URL)...)
+	env = append(env, realcli.Get(t, "claude").Setup(t, home, srv.URL)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, relay, "ask", "--to", "claude", "--prompt", "run the claude check", "--repo", repo,
@@ -377,7 +318,7 @@ func TestRealGeminiDefaultModel(t *testing.T) {
 	repo := gitRepo(t)
 	env := []string{"PATH=" + strings.Join([]string{bin, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
 		"HOME=" + home, "RELAY_HOME=" + filepath.Join(home, ".relay"), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8"}
-	env = append(env, realCLIs[2].setup(t, home, srv.URL)...)
+	env = append(env, realcli.Get(t, "gemini").Setup(t, home, srv.URL)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, relay, "ask", "--to", "gemini", "--prompt", "which model?", "--repo", repo, "--timeout", "120", "--json")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relaydev/relay/internal/testsupport"
 	"github.com/relaydev/relay/internal/testsupport/fakellm"
+	"github.com/relaydev/relay/internal/testsupport/realcli"
 )
 
 // The real agent CLIs (scripts/install-friend-clis.sh) configured by
@@ -67,7 +68,7 @@ var hostRuns = []hostRun{
 		}},
 	{name: "claude", tool: "edit_files", write: true, refused: "haven't granted",
 		args:  map[string]any{"op": "edit", "path": "main.go", "old_string": `println("hello")`, "new_string": `println("from claude")`},
-		setup: func(t *testing.T, home, url string) []string { return claudeEnv(url) },
+		setup: func(t *testing.T, home, url string) []string { return claudeEnv(t, url) },
 		argv:  claudeArgv,
 		check: func(t *testing.T, w *world, _ *fakellm.Server) string {
 			if !strings.Contains(readFile(t, w, "main.go"), `println("from claude")`) {
@@ -83,11 +84,8 @@ var hostRuns = []hostRun{
 			return log[0].UUID
 		}},
 	{name: "gemini", tool: "write_memory", write: true,
-		args: map[string]any{"op": "put", "content": "GEMINI-ARTIFACT body", "name": "gemini-note.txt"},
-		setup: func(t *testing.T, home, url string) []string {
-			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
-			return []string{"GEMINI_API_KEY=fake-key", "GOOGLE_GEMINI_BASE_URL=" + url, "TERM=xterm-256color"}
-		},
+		args:  map[string]any{"op": "put", "content": "GEMINI-ARTIFACT body", "name": "gemini-note.txt"},
+		setup: func(t *testing.T, home, url string) []string { return realcli.Get(t, "gemini").Setup(t, home, url) },
 		argv: func(project, prompt string) []string {
 			return []string{"gemini", "--skip-trust", "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", prompt}
 		},
@@ -122,7 +120,7 @@ var hostRuns = []hostRun{
 	{name: "claude-asks-codex", cli: "claude", tool: "ask", allowWrites: true,
 		args: map[string]any{"prompt": "QUESTION-FOR-CODEX: is this change safe?", "to": []string{"codex"}},
 		setup: func(t *testing.T, home, url string) []string {
-			return append(codexSetup(t, home, url), claudeEnv(url)...)
+			return append(codexSetup(t, home, url), claudeEnv(t, url)...)
 		},
 		argv: claudeArgv,
 		check: func(t *testing.T, w *world, srv *fakellm.Server) string {
@@ -138,37 +136,23 @@ var hostRuns = []hostRun{
 }
 
 func codexSetup(t *testing.T, home, url string) []string {
-	writeFile(t, filepath.Join(home, ".codex", "config.toml"), "model = \"fake-model\"\nmodel_provider = \"fakeprov\"\n\n[model_providers.fakeprov]\nname = \"fakeprov\"\nbase_url = \""+url+"/v1\"\nenv_key = \"FAKE_OPENAI_KEY\"\nwire_api = \"responses\"\n")
-	return []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "FAKE_OPENAI_KEY=sk-fake"}
+	return realcli.Get(t, "codex").Setup(t, home, url)
 }
 
+// qwenSetup: as a host, qwen runs with a terminal type (its friend setup has none).
 func qwenSetup(t *testing.T, home, url string) []string {
-	writeFile(t, filepath.Join(home, ".qwen", "settings.json"), `{"security":{"auth":{"selectedType":"openai"}}}`)
-	return []string{"OPENAI_API_KEY=sk-fake", "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_MODEL=fake-model", "TERM=xterm-256color"}
+	return append(realcli.Get(t, "qwen").Setup(t, home, url), "TERM=xterm-256color")
 }
 
 func qwenArgv(project, prompt string) []string {
 	return []string{"qwen", "--auth-type", "openai", "-m", "fake-model", "-o", "text", prompt}
 }
 
-func claudeEnv(url string) []string {
-	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=dumb"}
-}
+func claudeEnv(t *testing.T, url string) []string { return realcli.Get(t, "claude").Setup(t, "", url) }
 
 func claudeArgv(project, prompt string) []string {
 	return []string{"claude", "-p", prompt, "--max-turns", "5", "--model", "sonnet",
 		"--output-format", "stream-json", "--verbose"}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // runThread runs a relay command against the project's thread.
