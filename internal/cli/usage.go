@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -41,15 +42,20 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// cobra's positional-argument messages (cobra/args.go).
+// cobra's positional-argument messages (cobra/args.go), compiled on the first
+// usage error rather than at every start.
 var (
-	reNoArgs   = regexp.MustCompile(`^unknown command "(.*)" for ".*"$`)
-	reExact    = regexp.MustCompile(`^accepts (\d+) arg\(s\), received (\d+)$`)
-	reAtMost   = regexp.MustCompile(`^accepts at most (\d+) arg\(s\), received (\d+)$`)
-	reAtLeast  = regexp.MustCompile(`^requires at least (\d+) arg\(s\), only received (\d+)$`)
-	reBetween  = regexp.MustCompile(`^accepts between (\d+) and (\d+) arg\(s\), received (\d+)$`)
-	reInvalid  = regexp.MustCompile(`^invalid argument "(.*)" for ".*"$`)
-	reRequired = regexp.MustCompile(`^required flag\(s\) (.*) not set$`)
+	reNoArgs  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown command "(.*)" for ".*"$`) })
+	reExact   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^accepts (\d+) arg\(s\), received (\d+)$`) })
+	reAtMost  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^accepts at most (\d+) arg\(s\), received (\d+)$`) })
+	reAtLeast = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^requires at least (\d+) arg\(s\), only received (\d+)$`)
+	})
+	reBetween = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^accepts between (\d+) and (\d+) arg\(s\), received (\d+)$`)
+	})
+	reInvalid  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^invalid argument "(.*)" for ".*"$`) })
+	reRequired = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^required flag\(s\) (.*) not set$`) })
 )
 
 // argsError rewrites a cobra argument-count error in relay's words.
@@ -62,7 +68,7 @@ func argsError(cmd *cobra.Command, err error) error {
 	}
 	msg := err.Error()
 	switch m := (func() []string {
-		for _, re := range []*regexp.Regexp{reNoArgs, reExact, reAtMost, reAtLeast, reBetween, reInvalid} {
+		for _, re := range []*regexp.Regexp{reNoArgs(), reExact(), reAtMost(), reAtLeast(), reBetween(), reInvalid()} {
 			if m := re.FindStringSubmatch(msg); m != nil {
 				return append([]string{re.String()}, m[1:]...)
 			}
@@ -71,17 +77,17 @@ func argsError(cmd *cobra.Command, err error) error {
 	})(); {
 	case m == nil:
 		msg = err.Error()
-	case m[0] == reNoArgs.String():
+	case m[0] == reNoArgs().String():
 		msg = fmt.Sprintf("%s takes no arguments, got %q", path, m[1])
-	case m[0] == reExact.String():
+	case m[0] == reExact().String():
 		msg = fmt.Sprintf("%s takes %s%s, got %s", path, plural(m[1], "argument"), want, m[2])
-	case m[0] == reAtMost.String():
+	case m[0] == reAtMost().String():
 		msg = fmt.Sprintf("%s takes at most %s%s, got %s", path, plural(m[1], "argument"), want, m[2])
-	case m[0] == reAtLeast.String():
+	case m[0] == reAtLeast().String():
 		msg = fmt.Sprintf("%s needs at least %s%s, got %s", path, plural(m[1], "argument"), want, m[2])
-	case m[0] == reBetween.String():
+	case m[0] == reBetween().String():
 		msg = fmt.Sprintf("%s takes %s to %s arguments%s, got %s", path, m[1], m[2], want, m[3])
-	case m[0] == reInvalid.String():
+	case m[0] == reInvalid().String():
 		msg = fmt.Sprintf("%s does not take %q", path, m[1])
 	}
 	return WithHint(Usagef("%s", msg), path+" --help")
@@ -135,7 +141,7 @@ func flagError(cmd *cobra.Command, err error) error {
 		msg = fmt.Sprintf("bad flag syntax %q: flags look like --name or --name=value", is.GetSpecifiedFlag())
 	default:
 		msg = err.Error()
-		if m := reRequired.FindStringSubmatch(msg); m != nil {
+		if m := reRequired().FindStringSubmatch(msg); m != nil {
 			msg = "missing required flag " + strings.ReplaceAll(m[1], `"`, "--")
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -26,8 +27,8 @@ const maxListed = 500
 const maxResource = 1 << 20
 
 var (
-	threadRe = regexp.MustCompile(`^[0-9a-fA-F-]{1,64}$`)
-	refRe    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	threadRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F-]{1,64}$`) })
+	refRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`) })
 )
 
 // ArtifactURI names an artifact as a resource.
@@ -40,13 +41,13 @@ func StateURI(thread string) string { return "relay://" + thread + "/state" }
 // ref is "" for the state.
 func parseURI(uri string) (thread, ref string, err error) {
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "relay" || !threadRe.MatchString(u.Host) || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if err != nil || u.Scheme != "relay" || !threadRe().MatchString(u.Host) || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return "", "", fmt.Errorf("%q is not a relay resource (relay://<thread>/artifacts/<ref> or relay://<thread>/state)", uri)
 	}
 	switch p := u.Path; {
 	case p == "/state":
 		return strings.ToLower(u.Host), "", nil
-	case strings.HasPrefix(p, "/artifacts/") && refRe.MatchString(strings.TrimPrefix(p, "/artifacts/")):
+	case strings.HasPrefix(p, "/artifacts/") && refRe().MatchString(strings.TrimPrefix(p, "/artifacts/")):
 		return strings.ToLower(u.Host), strings.TrimPrefix(p, "/artifacts/"), nil
 	}
 	return "", "", fmt.Errorf("%q is not a relay resource (relay://<thread>/artifacts/<ref> or relay://<thread>/state)", uri)
@@ -168,7 +169,7 @@ func (s *Server) onEvent(ctx context.Context, thread string, e Event, listed *[]
 	switch e.Type {
 	case "artifact.stored":
 		var a Artifact
-		if json.Unmarshal(e.Data, &a) != nil || !refRe.MatchString(a.Ref) {
+		if json.Unmarshal(e.Data, &a) != nil || !refRe().MatchString(a.Ref) {
 			return
 		}
 		uri := ArtifactURI(thread, a.Ref)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -133,7 +134,7 @@ func CheckIfNameTaken(v string) error {
 // the write transaction that creates the thread, so two writers cannot take one name.
 func FreeName(name string, taken func(string) (bool, error)) (string, error) {
 	base, n := name, 1
-	if m := copySuffix.FindStringSubmatch(name); m != nil {
+	if m := copySuffix().FindStringSubmatch(name); m != nil {
 		base = m[1]
 		n, _ = strconv.Atoi(m[2])
 	}
@@ -152,13 +153,13 @@ func FreeName(name string, taken func(string) (bool, error)) (string, error) {
 
 // NameBase is name without a " (n)" copy suffix.
 func NameBase(name string) string {
-	if m := copySuffix.FindStringSubmatch(name); m != nil {
+	if m := copySuffix().FindStringSubmatch(name); m != nil {
 		return m[1]
 	}
 	return name
 }
 
-var copySuffix = regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`)
+var copySuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.*) \(([0-9]{1,6})\)$`) })
 
 // State is one version of a thread's state document.
 type State struct {

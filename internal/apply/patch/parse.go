@@ -708,13 +708,13 @@ func parseControl(src string, first int) (Control, error) {
 
 // yamlLine matches the line numbers in a YAML error ("yaml: line 2: …", "line 2: mapping
 // key … already defined at line 1").
-var yamlLine = regexp.MustCompile(`\bline (\d+)`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bline (\d+)`) })
 
 // answerLines rewrites a YAML error about a block starting at answer line first: its line
 // numbers count from the block's first line, the user reads the answer's.
 func answerLines(msg string, first int) string {
 	msg = strings.TrimPrefix(msg, "yaml: ")
-	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+	return yamlLine().ReplaceAllStringFunc(msg, func(m string) string {
 		n, err := strconv.Atoi(strings.TrimPrefix(m, "line "))
 		if err != nil {
 			return m

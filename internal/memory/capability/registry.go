@@ -125,11 +125,11 @@ func New(store Store, artifacts ArtifactsFunc) *Registry {
 	}
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)+$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)+$`) })
 
 // Register adds a capability. The name must be dotted lowercase ("retrieval.search").
 func (r *Registry) Register(c plugin.Capability, h plugin.Handler) error {
-	if !nameRE.MatchString(c.Name) {
+	if !nameRE().MatchString(c.Name) {
 		return fmt.Errorf("capability name %q must be dotted lowercase like \"my.tool\"", c.Name)
 	}
 	if h == nil {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -153,7 +154,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 	return out, nil
 }
 
-var tagRE = regexp.MustCompile(`(?s)<script.*?</script>|<style.*?</style>|<[^>]*>`)
+var tagRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<script.*?</script>|<style.*?</style>|<[^>]*>`) })
 
 // index adds the artifact to the full-text index inside the put's transaction, so search
 // never lags the store. Binary content is indexed by name only.
@@ -165,7 +166,7 @@ func index(ctx context.Context, tx pgx.Tx, a memory.Artifact, content []byte) er
 		}
 		body = string(content)
 		if a.Type == memory.TypeHTML {
-			body = tagRE.ReplaceAllString(body, " ")
+			body = tagRE().ReplaceAllString(body, " ")
 		}
 	}
 	body = strings.ToValidUTF8(strings.ReplaceAll(body, "\x00", " "), "")

@@ -153,12 +153,12 @@ func redactErr(err error, url string) error {
 		}
 	}
 	if strings.Contains(msg, "password=") {
-		msg = passwordKV.ReplaceAllString(msg, "password=xxxxx")
+		msg = passwordKV().ReplaceAllString(msg, "password=xxxxx")
 	}
 	return errors.New(msg)
 }
 
-var passwordKV = regexp.MustCompile(`password=\S+`)
+var passwordKV = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`password=\S+`) })
 
 // Describe implements memory.Store.
 func (s *Store) Describe() memory.StoreInfo {
