@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -367,33 +366,21 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "application/json" {
-		var in struct {
-			Name          string   `json:"name"`
-			Type          string   `json:"type"`
-			Content       *string  `json:"content"`
-			ContentBase64 *string  `json:"content_base64"`
-			CreatedBy     string   `json:"created_by"`
-			Capability    string   `json:"capability"`
-			SourceRefs    []string `json:"source_refs"`
-		}
-		if err := decodeJSON(w, r, MaxArtifactJSON, &in); err != nil {
+		body, err := s.readJSONUpload(w, r, &p)
+		if err != nil {
 			return err
 		}
-		switch {
-		case in.Content != nil && in.ContentBase64 != nil:
-			return badRequest("send either content or content_base64, not both")
-		case in.Content != nil:
-			p.Content = []byte(*in.Content)
-		case in.ContentBase64 != nil:
-			b, err := base64.StdEncoding.DecodeString(*in.ContentBase64)
+		defer body.Close()
+		if sp, ok := s.store.(streamingStore); ok && sp.StreamsBodies() {
+			a, err := sp.PutArtifactBody(r.Context(), id, p, body)
 			if err != nil {
-				return badRequest("content_base64 is not valid base64: %v", err)
+				return err
 			}
-			p.Content = b
-		default:
-			return badRequest("JSON artifact upload needs content (text) or content_base64; or send the raw bytes with Content-Type: application/octet-stream")
+			return s.writeArtifactCreated(w, r, id, a)
 		}
-		p.Name, p.Type, p.CreatedBy, p.Capability, p.SourceRefs = in.Name, in.Type, in.CreatedBy, in.Capability, in.SourceRefs
+		if p.Content, err = body.Bytes(); err != nil {
+			return err
+		}
 	} else if sp, ok := s.store.(streamingStore); ok && sp.StreamsBodies() {
 		// A raw upload to a store that streams: hashed while read, held in memory up to
 		// spoolThreshold and in a temporary file above it, never whole in memory.

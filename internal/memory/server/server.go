@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/relaydev/relay/internal/jsonstream"
 	"io"
 	"log/slog"
 	"net/http"
@@ -270,10 +271,16 @@ func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
 
 // decodeJSON decodes a JSON body of at most limit bytes into v; bad JSON is a 400.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	return jsonError(decodeJSONFrom(http.MaxBytesReader(w, r.Body, limit), v))
+}
+
+// decodeJSONFrom decodes one JSON value from r into v, with nothing after it; the errors of
+// encoding/json come back as they are, for jsonError.
+func decodeJSONFrom(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return err
 	}
 	if dec.More() {
 		return badRequest("request body has data after the JSON value")
@@ -282,12 +289,19 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 }
 
 func jsonError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ab *apiError
 	var mb *http.MaxBytesError
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
+	var sse *jsonstream.SyntaxError
 	switch {
-	case errors.As(err, &mb):
+	case errors.As(err, &mb), errors.As(err, &ab):
 		return err
+	case errors.As(err, &sse):
+		return badRequest("malformed JSON at byte %d: %v", sse.Offset, err)
 	case errors.As(err, &te):
 		return badRequest("field %q must be %s, got %s", te.Field, te.Type.String(), te.Value)
 	case errors.As(err, &se):
@@ -303,8 +317,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := int64(maxAnyBody)
 		if l := memory.ArtifactLimit(s.store); l > memory.MaxArtifactSize {
-			// Raw uploads and bundles to a store with a bucket; each route caps its own.
-			limit += l
+			// Raw and JSON uploads and bundles to a store with a bucket; each route caps its own.
+			limit = max(limit+l, jsonUploadLimit(l))
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if !safeMethod(r.Method) {
