@@ -1,5 +1,5 @@
 // Command bigartifact measures the daemon's peak memory while a 1 GiB artifact goes through
-// it: a raw upload, a streamed read, an export to a bundle, an import of that bundle as a
+// it: a JSON upload ({"content": …}, unescaped as it is read), a raw upload, a streamed read, an export to a bundle, an import of that bundle as a
 // copy, and `relay migrate` of the store into a second one with its own bucket. With its
 // bodies in a bucket (a directory by default, or -artifacts s3://…), no step may hold the
 // body whole: the peak resident set (VmHWM of the daemon, ru_maxrss of relay migrate) must
@@ -7,6 +7,7 @@
 //
 //	go run ./bench/bigartifact                 # 1 GiB, SQLite, bodies in a directory
 //	go run ./bench/bigartifact -size 64MiB     # quick
+//	go run ./bench/bigartifact -json-only      # only the JSON upload
 //
 // Not a CI test: it writes several GiB to the temporary directory and takes minutes.
 package main
@@ -38,6 +39,7 @@ func main() {
 	sizeFlag := flag.String("size", "1GiB", "artifact size (KiB, MiB, GiB suffixes)")
 	artifacts := flag.String("artifacts", "", "bucket for the bodies (default: file:// a temporary directory)")
 	store := flag.String("store", "", "store URL (default: SQLite in a temporary RELAY_HOME)")
+	jsonOnly := flag.Bool("json-only", false, "stop after the JSON upload")
 	flag.Parse()
 	size, err := parseSize(*sizeFlag)
 	fail(err)
@@ -72,6 +74,19 @@ func main() {
 	post(hc, d.url+"/threads", "application/json", strings.NewReader(`{"name":"big"}`), &th)
 	var art struct{ Ref, Hash string }
 	var sum string
+	// First, so the peak after it is the JSON upload's own (the raw upload's bytes differ).
+	step("upload (JSON {\"content\": …}, unescaped as read, spooled, streamed to the bucket)", func() {
+		src := &textStream{left: size, h: sha256.New(), rng: rand.New(rand.NewPCG(2, 2))}
+		body := io.MultiReader(strings.NewReader(`{"name":"big-json.log","content":"`), &jsonEscaper{r: src}, strings.NewReader(`","created_by":"bench"}`))
+		post(hc, d.url+"/threads/"+th.ID+"/artifacts", "application/json", body, &art)
+		if want := hex.EncodeToString(src.h.Sum(nil)); art.Hash != want {
+			fail(fmt.Errorf("stored hash %s, sent %s", art.Hash, want))
+		}
+	})
+	if *jsonOnly {
+		d.stop()
+		return
+	}
 	step("upload (raw POST, spooled, streamed to the bucket)", func() {
 		src := &textStream{left: size, h: sha256.New(), rng: rand.New(rand.NewPCG(1, 1))}
 		post(hc, d.url+"/threads/"+th.ID+"/artifacts?name=big.log", "application/octet-stream", src, &art)
@@ -159,6 +174,28 @@ func (t *textStream) Read(p []byte) (int, error) {
 	copy(p, t.buf.Next(n))
 	t.left -= int64(n)
 	t.h.Write(p[:n])
+	return n, nil
+}
+
+// jsonEscaper reads r as the inside of a JSON string: newlines (every line has one) and
+// quotes escaped.
+type jsonEscaper struct {
+	r   io.Reader
+	out []byte
+}
+
+func (j *jsonEscaper) Read(p []byte) (int, error) {
+	if len(j.out) == 0 {
+		buf := make([]byte, 32<<10)
+		n, err := j.r.Read(buf)
+		if n == 0 {
+			return 0, err
+		}
+		b, _ := json.Marshal(string(buf[:n]))
+		j.out = b[1 : len(b)-1]
+	}
+	n := copy(p, j.out)
+	j.out = j.out[n:]
 	return n, nil
 }
 
