@@ -71,6 +71,8 @@ func (s *Server) capabilityRoutes(o CapabilityOptions) {
 		panic(fmt.Sprintf("relay: capability setup: %v", err))
 	}
 	s.saved = x.savedFor
+	s.savedNow = x.savedNow
+	go x.refreshSaved(s.done)
 	mux := s.mux
 	mux.Handle("GET /cap/list", s.api(x.handleCapList))
 	mux.Handle("POST /cap/invoke", s.api(x.handleCapInvoke))
@@ -92,8 +94,13 @@ type capExt struct {
 	tok     *tokens.Cache
 	tokErr  error
 
-	savedCache sync.Map // thread id -> savedEntry
+	savedCache sync.Map    // thread id -> savedEntry
+	refreshing sync.Map    // thread id -> struct{}: queued for refreshSaved
+	refresh    chan string // threads whose figure refreshSaved computes
 }
+
+// refreshQueue bounds the threads waiting for their figure; a header beyond it asks again.
+const refreshQueue = 1024
 
 type threadArtifacts struct {
 	st             memory.Store
@@ -116,7 +123,7 @@ func (t threadArtifacts) PutArtifact(ctx context.Context, a plugin.NewArtifact) 
 }
 
 func newCapExt(s *Server, o CapabilityOptions) (*capExt, error) {
-	x := &capExt{s: s}
+	x := &capExt{s: s, refresh: make(chan string, refreshQueue)}
 	x.calls = s.store
 	x.reg = capability.New(x.calls, func(thread, name string) plugin.ArtifactStore {
 		return threadArtifacts{st: s.store, thread: thread, capabl: name}
@@ -284,10 +291,17 @@ func (x *capExt) handleStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := report.ComputeStats(r.Context(), src, r.PathValue("id"))
+	id := r.PathValue("id")
+	th, err := x.s.store.GetThread(r.Context(), id)
 	if err != nil {
 		return err
 	}
+	st, err := report.ComputeStats(r.Context(), src, id)
+	if err != nil {
+		return err
+	}
+	// The figure as of th (or newer): headers answer it without computing it again.
+	x.savedCache.Store(id, savedEntry{lastEvent: th.LastEventID, version: th.Version, avoided: int64(st.TokensAvoided)})
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }
@@ -445,7 +459,7 @@ type savedEntry struct {
 }
 
 // savedFor computes a thread's tokens avoided with the report's one definition, once per
-// change of the thread (its last event id), for the header's m.saved.
+// change of the thread (its last event id), for GET /threads/{id}.
 func (x *capExt) savedFor(ctx context.Context, id string) (int64, error) {
 	th, err := x.s.store.GetThread(ctx, id)
 	if err != nil {
@@ -456,14 +470,60 @@ func (x *capExt) savedFor(ctx context.Context, id string) (int64, error) {
 			return e.avoided, nil
 		}
 	}
+	return x.computeSaved(ctx, th)
+}
+
+func (x *capExt) computeSaved(ctx context.Context, th memory.Thread) (int64, error) {
 	src, err := x.source()
 	if err != nil {
 		return 0, err
 	}
-	st, err := report.ComputeStats(ctx, src, id)
+	st, err := report.ComputeStats(ctx, src, th.ID)
 	if err != nil {
 		return 0, err
 	}
-	x.savedCache.Store(id, savedEntry{lastEvent: th.LastEventID, version: th.Version, avoided: int64(st.TokensAvoided)})
+	x.savedCache.Store(th.ID, savedEntry{lastEvent: th.LastEventID, version: th.Version, avoided: int64(st.TokensAvoided)})
 	return int64(st.TokensAvoided), nil
+}
+
+// savedNow is the figure for the header, which agents read every turn: never computed on the
+// request, since computing counts the tokens of every artifact of the thread (seconds for a
+// thread of a few hundred, after a restart). It answers the last figure computed, ok false
+// when there is none yet, and has the current one computed in the background when the
+// thread has changed since.
+func (x *capExt) savedNow(ctx context.Context, id string) (int64, bool, error) {
+	th, err := x.s.store.GetThread(ctx, id)
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok := x.savedCache.Load(id)
+	e, _ := v.(savedEntry)
+	if !ok || e.lastEvent != th.LastEventID || e.version != th.Version {
+		if _, queued := x.refreshing.LoadOrStore(id, struct{}{}); !queued {
+			select {
+			case x.refresh <- id:
+			default:
+				x.refreshing.Delete(id) // full: the next header asks again
+			}
+		}
+	}
+	return e.avoided, ok, nil
+}
+
+// refreshSaved computes the figures savedNow queued, one thread at a time, until done closes.
+func (x *capExt) refreshSaved(done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-done; cancel() }()
+	for {
+		select {
+		case <-done:
+			return
+		case id := <-x.refresh:
+			if th, err := x.s.store.GetThread(ctx, id); err == nil {
+				x.computeSaved(ctx, th) // a failure leaves the old figure; the next header asks again
+			}
+			x.refreshing.Delete(id)
+		}
+	}
 }

@@ -202,7 +202,7 @@ func (s *Server) handleHeader(w http.ResponseWriter, r *http.Request) error {
 	if h.Truncated {
 		w.Header().Set("X-Relay-Truncated", "true")
 	}
-	hj, _, err := s.withSaved(r, r.PathValue("id"), h.JSON)
+	hj, err := s.withSavedNow(r, r.PathValue("id"), h.JSON)
 	if err != nil {
 		return err
 	}
@@ -224,6 +224,19 @@ func (s *Server) withSaved(r *http.Request, id string, header []byte) ([]byte, i
 	return b, n, err
 }
 
+// withSavedNow is withSaved for the header: the last figure known, never computed on the
+// request (left out until the first one is).
+func (s *Server) withSavedNow(r *http.Request, id string, header []byte) ([]byte, error) {
+	if s.savedNow == nil {
+		return header, nil
+	}
+	n, _, err := s.savedNow(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	return statedoc.WithSaved(header, n)
+}
+
 // handleHeaderSince answers ?since=vN with what changed since the header at vN
 // ({"since":N,"v":M,…}, X-Relay-Delta: delta), or with the full header (X-Relay-Delta: full)
 // when the delta would not be smaller or vN is unknown.
@@ -242,7 +255,7 @@ func (s *Server) handleHeaderSince(w http.ResponseWriter, r *http.Request, q str
 		w.Header().Set("X-Relay-Truncated", "true")
 	}
 	if ch.Delta == nil {
-		full, _, err := s.withSaved(r, r.PathValue("id"), ch.Full)
+		full, err := s.withSavedNow(r, r.PathValue("id"), ch.Full)
 		if err != nil {
 			return err
 		}

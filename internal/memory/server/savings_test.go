@@ -55,3 +55,51 @@ func TestOneSavingsFigure(t *testing.T) {
 	}
 	check(1)
 }
+
+// TestHeaderAnswersLastSavingsFigure: the header never counts tokens on the request (that
+// took seconds for a thread of a few hundred artifacts): before any figure is computed it
+// leaves m.saved out, and after the thread changes it answers the last figure (or the new
+// one, once the background has computed it) while GET /threads/{id} computes the new one.
+func TestHeaderAnswersLastSavingsFigure(t *testing.T) {
+	srv, st := capServer(t)
+	ctx := context.Background()
+	th, err := st.CreateThread(ctx, memory.CreateThreadParams{Name: "lazy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string, n int) {
+		t.Helper()
+		big := strings.Repeat("The handler reads the session cookie twice and the middleware should own it. ", n)
+		if _, err := st.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Name: name, Content: []byte(big)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	headerSaved := func() (int64, bool) {
+		t.Helper()
+		_, _, hb := call(t, srv, "GET", "/threads/"+th.ID+"/state/header", nil)
+		var h struct {
+			M map[string]int64 `json:"m"`
+		}
+		if err := json.Unmarshal(hb, &h); err != nil {
+			t.Fatal(err)
+		}
+		n, ok := h.M["saved"]
+		return n, ok
+	}
+	put("a.md", 400)
+	if n, ok := headerSaved(); ok {
+		t.Fatalf("header says saved %d before any figure was computed", n)
+	}
+	_, stats, _ := call(t, srv, "GET", "/threads/"+th.ID+"/stats", nil)
+	first := int64(stats["tokens_avoided"].(float64))
+	if n, ok := headerSaved(); !ok || n != first {
+		t.Fatalf("header saved %d (%v) after stats computed %d", n, ok, first)
+	}
+	put("b.md", 800)
+	stale, _ := headerSaved()
+	_, thr, _ := call(t, srv, "GET", "/threads/"+th.ID, nil)
+	now := int64(thr["metrics"].(map[string]any)["tokens_avoided"].(float64))
+	if now <= first || stale != first && stale != now {
+		t.Fatalf("after a second artifact: header %d, thread %d, first figure %d", stale, now, first)
+	}
+}

@@ -64,6 +64,8 @@ type Server struct {
 	// saved returns a thread's tokens avoided as stats compute it (set by the report
 	// layer); headers state that figure in m.saved.
 	saved func(ctx context.Context, threadID string) (int64, error)
+	// savedNow is saved without computing: the last figure, ok false when none is known yet.
+	savedNow func(ctx context.Context, threadID string) (n int64, ok bool, err error)
 
 	codes signinCodes // one-time sign-in codes for the web UI (signin.go)
 }
