@@ -29,7 +29,8 @@ func newCmdReport(f *Factory) *cobra.Command {
 		Use:   "report [<thread>] [--format md|json]",
 		Short: "What happened in a thread: state, artifacts, timeline, capability calls, token savings",
 		Long: `Print a report of a thread: state summary and header, artifacts, the events timeline,
-capability calls with cache hits, and token savings. The report is also stored in the thread
+capability calls with cache hits, token savings, and the friends relay ask asked in it (per
+friend and model: calls, failures by kind, latency p50/p95, tokens and cost). The report is also stored in the thread
 as an artifact (its ref goes to stderr) unless --no-store is given.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

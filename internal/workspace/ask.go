@@ -17,8 +17,13 @@ import (
 	"github.com/relaydev/relay/internal/safeopen"
 )
 
-// EventAskAnswered is the event an ask with a thread appends for each answer.
-const EventAskAnswered = "ask.answered"
+// EventAskAnswered is the event an ask with a thread appends for each answer, and
+// EventAskFailed the one for each friend that failed: with the friend, model, duration,
+// tokens and cost (or the failure's kind), they are the thread's ledger (relay report).
+const (
+	EventAskAnswered = "ask.answered"
+	EventAskFailed   = "ask.failed"
+)
 
 // askAuthor is the created_by of what an ask stores in a thread.
 const askAuthor = "relay ask"
@@ -294,6 +299,14 @@ func (m *askThread) record(ctx context.Context, w *Workspace, prompt string, ans
 	out := make([]*AnswerRecord, len(answers))
 	for i, a := range answers {
 		if a.Err != nil {
+			data := map[string]any{"backend": a.Backend, "prompt": ClipRunes(strings.TrimSpace(prompt), 280),
+				"failure": a.FailureKind(), "error": ClipRunes(a.Err.Message, 280), "duration_ms": a.Duration.Milliseconds()}
+			if a.Model != "" {
+				data["model"] = a.Model
+			}
+			if _, err := m.c.AppendEvent(ctx, m.thread, EventAskFailed, data); err != nil {
+				w.notef("Warning: the ask was not logged in thread %s: %v", m.thread, FirstLine(err.Error()))
+			}
 			continue
 		}
 		art, err := m.c.PutArtifact(ctx, m.thread, client.PutArtifactParams{
@@ -309,6 +322,15 @@ func (m *askThread) record(ctx context.Context, w *Workspace, prompt string, ans
 			"answer_ref": art.Ref, "duration_ms": a.Duration.Milliseconds(), "state_version": m.version}
 		if a.Model != "" {
 			data["model"] = a.Model
+		}
+		if a.InputTokens != nil {
+			data["input_tokens"] = *a.InputTokens
+		}
+		if a.OutputTokens != nil {
+			data["output_tokens"] = *a.OutputTokens
+		}
+		if a.CostUSD != nil {
+			data["cost_usd"] = *a.CostUSD
 		}
 		if m.contextRef != "" {
 			data["context_ref"] = m.contextRef

@@ -66,6 +66,8 @@ func (r *Report) Markdown() []byte {
 		b.WriteString("\n")
 	}
 
+	writeFriends(&b, r.Friends)
+
 	fmt.Fprintf(&b, "## Timeline (%d events)\n\n", len(r.Events))
 	evs := r.Events
 	if len(evs) > maxTimelineEvents {

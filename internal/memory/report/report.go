@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/relaydev/relay/internal/ask/ledger"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/capability"
 	"github.com/relaydev/relay/internal/memory/statedoc"
@@ -231,6 +232,9 @@ type Report struct {
 	CacheHits    int64             `json:"cache_hits"`
 	SessionHits  int64             `json:"session_cache_hits"`
 	TokenSavings Savings           `json:"token_savings"`
+	// Friends is the thread's relay ask ledger: per friend and model, calls, failures by
+	// kind, latency p50/p95, tokens and cost where the friend reported them.
+	Friends []ledger.Row `json:"friends"`
 }
 
 // SchemaID names the report format.
@@ -273,6 +277,7 @@ func Build(ctx context.Context, src Source, id string, now time.Time) (*Report, 
 	if r.Events, err = allEvents(ctx, src.Store, id); err != nil {
 		return nil, err
 	}
+	r.Friends = Friends(r.Events)
 	if src.Calls != nil {
 		calls, err := src.Calls(ctx, id)
 		if err != nil {

@@ -1,0 +1,96 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/relaydev/relay/internal/ask/ledger"
+	"github.com/relaydev/relay/internal/memory"
+)
+
+// The events relay ask appends for each friend it asked (internal/workspace): they are
+// the thread's ledger, summed the way relay stats --friends sums the machine's.
+const (
+	eventAskAnswered = "ask.answered"
+	eventAskFailed   = "ask.failed"
+)
+
+// maxLedgerName bounds a friend or model name read from an event: event data is what any
+// writer of the thread sent.
+const maxLedgerName = 64
+
+// Friends sums the thread's ask events per friend and model; events that do not parse
+// as an ask's are skipped.
+func Friends(events []memory.Event) []ledger.Row {
+	var entries []ledger.Entry
+	for _, e := range events {
+		if e.Type != eventAskAnswered && e.Type != eventAskFailed {
+			continue
+		}
+		var d struct {
+			Backend      string   `json:"backend"`
+			Model        string   `json:"model"`
+			Failure      string   `json:"failure"`
+			DurationMS   int64    `json:"duration_ms"`
+			InputTokens  *int64   `json:"input_tokens"`
+			OutputTokens *int64   `json:"output_tokens"`
+			CostUSD      *float64 `json:"cost_usd"`
+		}
+		if json.Unmarshal(e.Data, &d) != nil || d.Backend == "" || len(d.Backend) > maxLedgerName || len(d.Model) > maxLedgerName || d.DurationMS < 0 {
+			continue
+		}
+		if e.Type == eventAskFailed && d.Failure == "" {
+			d.Failure = "failed"
+		}
+		if e.Type == eventAskAnswered {
+			d.Failure = ""
+		}
+		if len(d.Failure) > maxLedgerName {
+			d.Failure = d.Failure[:maxLedgerName]
+		}
+		entries = append(entries, ledger.Entry{Time: e.At.Time, Backend: d.Backend, Model: d.Model, Failure: d.Failure,
+			DurationMS: d.DurationMS, InputTokens: d.InputTokens, OutputTokens: d.OutputTokens, CostUSD: d.CostUSD})
+	}
+	rows := ledger.Summarize(entries)
+	if rows == nil {
+		rows = []ledger.Row{}
+	}
+	return rows
+}
+
+// writeFriends renders the friends table of the markdown report.
+func writeFriends(b io.Writer, rows []ledger.Row) {
+	fmt.Fprintf(b, "## Friends asked (%d)\n\n", len(rows))
+	if len(rows) == 0 {
+		return
+	}
+	io.WriteString(b, "| friend | model | calls | failed | p50 | p95 | tokens in/out | cost |\n|---|---|---:|---|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		failed := "0"
+		if len(r.Failures) > 0 {
+			var parts []string
+			for k, n := range r.Failures {
+				parts = append(parts, fmt.Sprintf("%d %s", n, k))
+			}
+			sort.Strings(parts)
+			failed = strings.Join(parts, ", ")
+		}
+		model, tokens, cost := r.Model, "-", "-"
+		if model == "" {
+			model = "-"
+		}
+		if r.Reported > 0 {
+			tokens = fmt.Sprintf("%d/%d", r.InputTokens, r.OutputTokens)
+		}
+		if r.CostUSD > 0 {
+			cost = fmt.Sprintf("$%.4f", r.CostUSD)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mdEscape(r.Backend), mdEscape(model), r.Calls, mdEscape(failed),
+			time.Duration(r.P50MS)*time.Millisecond, time.Duration(r.P95MS)*time.Millisecond, tokens, cost)
+	}
+	io.WriteString(b, "\n")
+}
