@@ -805,6 +805,8 @@ function eventSummary(ev, ctxId) {
       return [h("strong", {}, "committed to git"), " ", d.message || shortId(d.uuid || "")];
     case "ask.answered":
       return [h("strong", {}, "asked "), h("strong", {}, d.backend || "a friend"), d.prompt ? h("span", { class: "muted" }, ` “${d.prompt}”`) : "", d.answer_ref ? [" → answer ", ref(d.answer_ref)] : ""];
+    case "ask.failed":
+      return [h("strong", {}, "asked "), h("strong", {}, d.backend || "a friend"), ": failed", d.failure ? ` (${d.failure})` : "", d.error ? h("span", { class: "muted" }, `: ${d.error}`) : ""];
     case "report.generated":
       return ["report generated", d.format ? ` (${d.format}${typeof d.size === "number" ? ", " + fmtBytes(d.size) : ""})` : "", d.artifact_ref ? [" → ", ref(d.artifact_ref)] : ""];
     default: {
