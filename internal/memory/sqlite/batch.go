@@ -32,6 +32,7 @@ type writeReq struct {
 	op       writeOp
 	done     chan error
 	deferred bool // memory.Deferred: may be acknowledged before its fsync
+	restart  bool // the checkpointer's WAL restart (restartWAL): its commit needs no checkpoint
 }
 
 // maxBatch bounds how many ops share one transaction (and how long one op can wait).
@@ -166,7 +167,9 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			}
 		}
 	} else {
-		s.kickCheckpoint(s.commitSync != s.syncMode)
+		if slices.ContainsFunc(reqs, func(r *writeReq) bool { return !r.restart }) {
+			s.kickCheckpoint(s.commitSync != s.syncMode)
+		}
 		for _, a := range afters {
 			if a != nil {
 				s.runAfter(a)

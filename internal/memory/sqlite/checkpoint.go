@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"time"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // Checkpointing copies committed WAL frames into the database file. SQLite does it inside
@@ -38,6 +41,13 @@ func (s *SQLite) checkpointer() {
 	defer close(s.ckDone)
 	t := time.NewTimer(checkpointEvery)
 	defer t.Stop()
+	// The WAL of a store just opened is empty or fully copied: its first commit would
+	// rewind it. Do it here, before the first request's.
+	s.wmu.Lock()
+	if !s.shut {
+		s.restartWAL()
+	}
+	s.wmu.Unlock()
 	for {
 		wait := checkpointEvery
 		select {
@@ -64,6 +74,55 @@ func (s *SQLite) checkpointer() {
 		}
 		// A failed or partial checkpoint is retried after the next commit, and the writer's
 		// fallback still bounds the WAL.
-		_, _ = s.ck.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
+		s.checkpoint(wait == checkpointDeferred)
 	}
+}
+
+// checkpoint copies the WAL into the database and, when it copied all of it, rewinds
+// the WAL (restartWAL). After deferred commits alone (searches, no durable write meanwhile)
+// it holds the writer throughout, a millisecond or two every checkpointDeferred, so no
+// request's commit can come first and pay the rewind's fsync; under durable writes it
+// leaves the writer free while it copies, as their commits fsync anyway.
+func (s *SQLite) checkpoint(quiet bool) {
+	if quiet {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if s.shut {
+			return
+		}
+	}
+	var busy, frames, done int
+	err := s.ck.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
+	if err != nil || busy != 0 || frames == 0 || done != frames {
+		return
+	}
+	if !quiet {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if s.shut {
+			return
+		}
+	}
+	s.restartWAL()
+}
+
+// restartWAL starts the WAL over right after a checkpoint copied all of it, with a
+// one-row write of its own (under wmu, alone: batched with a request's write, the fsync
+// fell on that request when it led the batch). The first commit after such a checkpoint
+// rewinds the WAL, and SQLite fsyncs the new WAL header even when the commit itself skips
+// its fsync (an out-of-order write could corrupt the database at a power loss): without
+// this, that fsync fell on whichever request wrote next, a search's deferred bookkeeping
+// above all. The write counts rewinds in store_meta because it must change a row (SQLite
+// writes nothing for an update to the same value). It does not kick the checkpointer (that
+// would loop); its frame is copied with the next commit's. A reader still on the old WAL
+// makes SQLite append instead, and the rewind then falls on a later commit, as before.
+func (s *SQLite) restartWAL() {
+	req := &writeReq{ctx: memory.Deferred(context.Background()), done: make(chan error, 1), deferred: true, restart: true,
+		op: func(ctx context.Context, tx *sql.Tx, _ *batch) (func(), error) {
+			_, err := tx.ExecContext(ctx, `INSERT INTO store_meta(key, value) VALUES ('wal_restarts', '1')
+				ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`)
+			return nil, err
+		}}
+	s.runBatch([]*writeReq{req})
+	<-req.done
 }
