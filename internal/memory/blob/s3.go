@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strconv"
 	"strings"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // PartSize is the multipart part size: bodies up to it go up in one PUT, larger ones in
@@ -22,7 +22,7 @@ const PartSize = 16 << 20
 // S3 keeps bodies as objects <prefix>/sha256/<ab>/<sum> in a bucket of any S3-compatible
 // store.
 type S3 struct {
-	c        *minio.Client
+	c        *s3Client
 	bucket   string
 	prefix   string
 	endpoint string
@@ -63,25 +63,29 @@ func OpenS3(ctx context.Context, u *url.URL) (*S3, error) {
 		}
 		secure = b
 	}
-	lookup := minio.BucketLookupAuto
+	// AWS serves buckets as subdomains; other stores mostly by path. A bucket name with a
+	// dot cannot be a subdomain under the store's TLS certificate.
+	pathStyle := !strings.HasSuffix(hostOnly(endpoint), "amazonaws.com") || (secure && strings.Contains(bucket, "."))
 	if v := q.Get("path_style"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return nil, fmt.Errorf("artifacts location: path_style=%q is not true or false", v)
 		}
-		if b {
-			lookup = minio.BucketLookupPath
-		} else {
-			lookup = minio.BucketLookupDNS
-		}
+		pathStyle = b
 	}
-	creds := credentials.NewChainCredentials([]credentials.Provider{
-		&credentials.EnvAWS{},
-		&credentials.FileAWSCredentials{Profile: os.Getenv("AWS_PROFILE")},
-	})
-	c, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: q.Get("region"), BucketLookup: lookup})
+	creds, err := s3Credentials()
 	if err != nil {
-		return nil, fmt.Errorf("artifacts location %s: %w", Redact(u.String()), err)
+		return nil, err
+	}
+	scheme := "https"
+	if !secure {
+		scheme = "http"
+	}
+	c := &s3Client{
+		http:   &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		scheme: scheme, endpoint: endpoint, pathStyle: pathStyle, creds: creds, region: q.Get("region"),
+		// S3 signs the path as sent, not escaped twice as other AWS services do
+		signer: v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }),
 	}
 	prefix := strings.Trim(path.Clean("/"+u.Path), "/")
 	if prefix != "" {
@@ -98,7 +102,7 @@ func (s *S3) String() string {
 
 // Ping checks that the bucket exists and the credentials are accepted.
 func (s *S3) Ping(ctx context.Context) error {
-	ok, err := s.c.BucketExists(ctx, s.bucket)
+	ok, err := s.c.bucketExists(ctx, s.bucket)
 	if err != nil {
 		return fmt.Errorf("reach bucket %s at %s: %w", s.bucket, s.endpoint, s3Error(err))
 	}
@@ -120,14 +124,11 @@ func (s *S3) Put(ctx context.Context, sum string, size int64, r io.Reader) (bool
 	} else if !errors.Is(err, ErrNotFound) {
 		return false, err
 	}
-	// The verifier fails the upload (and minio-go aborts it) if the bytes are not the ones
-	// named, so a content-addressed key can never hold other content.
+	// The verifier fails the upload (and put aborts it) if the bytes are not the ones
+	// named, so a content-addressed key can never hold other content; a single PUT is
+	// also signed with sum, so the store itself refuses other bytes.
 	body := Verify(io.NopCloser(r), sum, "the uploaded body")
-	_, err := s.c.PutObject(ctx, s.bucket, s.key(sum), body, size, minio.PutObjectOptions{
-		PartSize:    PartSize,
-		ContentType: "application/octet-stream",
-	})
-	if err != nil {
+	if err := s.c.put(ctx, s.bucket, s.key(sum), body, size, sum, PartSize); err != nil {
 		return false, fmt.Errorf("upload artifact body %s to %s: %w", sum[:12], s, s3Error(err))
 	}
 	return false, nil
@@ -138,12 +139,8 @@ func (s *S3) Open(ctx context.Context, sum string) (io.ReadCloser, error) {
 	if !ValidSum(sum) {
 		return nil, fmt.Errorf("blob name %q is not a sha256", sum)
 	}
-	obj, err := s.c.GetObject(ctx, s.bucket, s.key(sum), minio.GetObjectOptions{})
+	obj, err := s.c.get(ctx, s.bucket, s.key(sum))
 	if err != nil {
-		return nil, fmt.Errorf("read artifact body %s from %s: %w", sum[:12], s, s3Error(err))
-	}
-	if _, err := obj.Stat(); err != nil {
-		obj.Close()
 		return nil, fmt.Errorf("read artifact body %s from %s: %w", sum[:12], s, s3Error(err))
 	}
 	return Verify(obj, sum, "artifact body "+sum[:12]), nil
@@ -154,11 +151,11 @@ func (s *S3) Stat(ctx context.Context, sum string) (int64, error) {
 	if !ValidSum(sum) {
 		return 0, fmt.Errorf("blob name %q is not a sha256", sum)
 	}
-	info, err := s.c.StatObject(ctx, s.bucket, s.key(sum), minio.StatObjectOptions{})
+	size, err := s.c.stat(ctx, s.bucket, s.key(sum))
 	if err != nil {
 		return 0, fmt.Errorf("look up artifact body %s in %s: %w", sum[:12], s, s3Error(err))
 	}
-	return info.Size, nil
+	return size, nil
 }
 
 // Delete implements Store.
@@ -166,7 +163,7 @@ func (s *S3) Delete(ctx context.Context, sum string) error {
 	if !ValidSum(sum) {
 		return fmt.Errorf("blob name %q is not a sha256", sum)
 	}
-	if err := s.c.RemoveObject(ctx, s.bucket, s.key(sum), minio.RemoveObjectOptions{}); err != nil {
+	if err := s.c.remove(ctx, s.bucket, s.key(sum)); err != nil {
 		return fmt.Errorf("delete artifact body %s from %s: %w", sum[:12], s, s3Error(err))
 	}
 	return nil
@@ -174,7 +171,10 @@ func (s *S3) Delete(ctx context.Context, sum string) error {
 
 // s3Error maps a missing key to ErrNotFound and adds the next step to the common failures.
 func s3Error(err error) error {
-	resp := minio.ToErrorResponse(err)
+	var resp *s3Failure
+	if !errors.As(err, &resp) {
+		return err
+	}
 	switch resp.Code {
 	case "NoSuchKey", "NotFound":
 		return fmt.Errorf("%w (%s)", ErrNotFound, resp.Code)
@@ -183,7 +183,7 @@ func s3Error(err error) error {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", err)
 	}
-	if resp.StatusCode == 404 && resp.Code == "" {
+	if resp.Status == http.StatusNotFound && resp.Code == "" {
 		return fmt.Errorf("%w (404)", ErrNotFound)
 	}
 	return err
@@ -191,39 +191,37 @@ func s3Error(err error) error {
 
 // List implements Collectable.
 func (s *S3) List(ctx context.Context, fn func(Object) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops minio-go's listing goroutine when fn fails
 	prefix := s.prefix + "sha256/"
-	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-		if o.Err != nil {
-			return fmt.Errorf("list %s: %w", s, s3Error(o.Err))
-		}
+	var fnErr error
+	err := s.c.list(ctx, s.bucket, prefix, "", func(o listedObject) error {
 		rest := strings.TrimPrefix(o.Key, prefix)
 		sum := path.Base(rest)
 		if !ValidSum(sum) || rest != sum[:2]+"/"+sum {
-			continue // not a body this store wrote
+			return nil // not a body this store wrote
 		}
-		if err := fn(Object{Sum: sum, Size: o.Size, Modified: o.LastModified}); err != nil {
-			return err
-		}
+		fnErr = fn(Object{Sum: sum, Size: o.Size, Modified: o.LastModified})
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", s, s3Error(err))
 	}
 	return ctx.Err()
 }
 
 // DeleteMany implements Collectable, with S3's multi-object delete (1000 keys a request).
 func (s *S3) DeleteMany(ctx context.Context, sums []string) error {
-	objs := make(chan minio.ObjectInfo, len(sums))
+	keys := make([]string, 0, len(sums))
 	for _, sum := range sums {
 		if !ValidSum(sum) {
 			return fmt.Errorf("blob name %q is not a sha256", sum)
 		}
-		objs <- minio.ObjectInfo{Key: s.key(sum)}
+		keys = append(keys, s.key(sum))
 	}
-	close(objs)
-	for e := range s.c.RemoveObjects(ctx, s.bucket, objs, minio.RemoveObjectsOptions{}) {
-		if e.Err != nil && !errors.Is(s3Error(e.Err), ErrNotFound) {
-			return fmt.Errorf("delete %s from %s: %w", e.ObjectName, s, s3Error(e.Err))
-		}
+	if err := s.c.removeMany(ctx, s.bucket, keys); err != nil {
+		return fmt.Errorf("delete from %s: %w", s, s3Error(err))
 	}
 	return nil
 }
@@ -233,18 +231,26 @@ func (s *S3) Mark(ctx context.Context, id string) ([]string, error) {
 	if !ValidStoreID(id) {
 		return nil, fmt.Errorf("store id %q cannot name a marker", id)
 	}
-	_, err := s.c.PutObject(ctx, s.bucket, s.prefix+markerName(id), strings.NewReader(""), 0, minio.PutObjectOptions{ContentType: "application/octet-stream"})
-	if err != nil {
+	if err := s.c.put(ctx, s.bucket, s.prefix+markerName(id), strings.NewReader(""), 0, emptySHA256, PartSize); err != nil {
 		return nil, fmt.Errorf("mark %s: %w", s, s3Error(err))
 	}
 	var ids []string
-	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + "stores/"}) {
-		if o.Err != nil {
-			return nil, fmt.Errorf("list the store markers of %s: %w", s, s3Error(o.Err))
-		}
+	err := s.c.list(ctx, s.bucket, s.prefix+"stores/", "/", func(o listedObject) error {
 		if id := strings.TrimPrefix(o.Key, s.prefix+"stores/"); ValidStoreID(id) {
 			ids = append(ids, id)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the store markers of %s: %w", s, s3Error(err))
 	}
 	return ids, nil
+}
+
+// hostOnly is endpoint without its port.
+func hostOnly(endpoint string) string {
+	if h, _, err := net.SplitHostPort(endpoint); err == nil {
+		return h
+	}
+	return endpoint
 }
