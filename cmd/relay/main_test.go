@@ -65,3 +65,33 @@ func TestOwnInitsAllocateLittle(t *testing.T) {
 		t.Errorf("relay's own inits allocate %d bytes in all (bound %d)", total, maxInitTotal)
 	}
 }
+
+// Packages whose inits cost every command a measurable share of its start (or which
+// would bring such packages): relay makes its S3 calls itself (internal/memory/blob) so
+// that none of these is linked. go list reads the import graph, so this is exact.
+var keptOut = []string{
+	"github.com/minio/",                     // s3utils regexps, and the chain below
+	"github.com/klauspost/cpuid/",           // CPU feature probes, trapped by the hypervisor on a VM
+	"github.com/rs/xid",                     // reads /etc/machine-id at init
+	"gopkg.in/ini.v1",                       // the shared credentials file is parsed by blob
+	"github.com/aws/aws-sdk-go-v2/service/", // endpoint-rule regexps; relay uses only the signer
+	"github.com/aws/aws-sdk-go-v2/config",
+}
+
+func TestHeavyPackagesNotLinked(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "github.com/relaydev/relay/cmd/relay").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for pkg := range strings.Lines(string(out)) {
+		for _, bad := range keptOut {
+			if strings.HasPrefix(pkg, bad) {
+				t.Errorf("relay links %s; its init runs before every command (see keptOut)", strings.TrimSpace(pkg))
+			}
+		}
+	}
+}
