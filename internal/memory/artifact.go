@@ -278,6 +278,39 @@ const MaxRefDraws = 16
 // in full, so every ref relay prints names one artifact.
 type SharedShortsFunc func(ctx context.Context, shorts []string) (map[string]bool, error)
 
+// Rows is the part of a query's result, database/sql's or pgx's, that reading one column takes.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// SharedShorts answers Store.SharedShorts with a store's query: query runs for a non-empty
+// batch and returns the short refs that name more than one artifact, one a row, and done to
+// release the rows.
+func SharedShorts(shorts []string, query func() (rows Rows, done func(), err error)) (map[string]bool, error) {
+	if len(shorts) == 0 {
+		return nil, nil
+	}
+	rows, done, err := query()
+	if err != nil {
+		return nil, fmt.Errorf("read shared short refs: %w", err)
+	}
+	defer done()
+	out := map[string]bool{}
+	for rows.Next() {
+		var sh string
+		if err := rows.Scan(&sh); err != nil {
+			return nil, fmt.Errorf("read shared short refs: %w", err)
+		}
+		out[sh] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read shared short refs: %w", err)
+	}
+	return out, nil
+}
+
 // Names returns the function that turns full refs into the refs relay shows, for a batch of
 // refs read together: the short form, or the full ref where the short one is shared. One
 // call of shared covers the batch; strings that are not full refs are returned as they are.

@@ -151,6 +151,29 @@ func FreeName(name string, taken func(string) (bool, error)) (string, error) {
 	}
 }
 
+// ThreadName applies the name rule for a thread being created, in the creating write
+// transaction: the name to create it under, or the id of the thread to reuse. first is the
+// store's lookup of the oldest thread with a name ("" when none has it); free is FreeName in
+// the same transaction. Stores keep only their SQL; the decision is here once.
+func ThreadName(p CreateThreadParams, first func(name string) (id string, err error), free func(name string) (string, error)) (name, reuse string, err error) {
+	if p.Name == "" {
+		return "", "", nil
+	}
+	existing, err := first(p.Name)
+	switch {
+	case err != nil:
+		return "", "", fmt.Errorf("look up thread name: %w", err)
+	case existing == "":
+		return p.Name, "", nil
+	case p.IfNameTaken == NameTakenReuse:
+		return "", existing, nil
+	case p.IfNameTaken == NameTakenNext:
+		name, err = free(p.Name)
+		return name, "", err
+	}
+	return "", "", &NameTakenError{Name: p.Name, ThreadID: existing}
+}
+
 // NameBase is name without a " (n)" copy suffix.
 func NameBase(name string) string {
 	if m := copySuffix().FindStringSubmatch(name); m != nil {

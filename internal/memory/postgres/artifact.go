@@ -229,23 +229,13 @@ func drawRef(ctx context.Context, tx pgx.Tx, at time.Time) (string, error) {
 
 // SharedShorts implements memory.Store.
 func (s *Store) SharedShorts(ctx context.Context, shorts []string) (map[string]bool, error) {
-	if len(shorts) == 0 {
-		return nil, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+shortExpr+` FROM artifacts WHERE `+shortExpr+` = ANY($1) GROUP BY 1 HAVING count(*) > 1`, shorts)
-	if err != nil {
-		return nil, fmt.Errorf("read shared short refs: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var sh string
-		if err := rows.Scan(&sh); err != nil {
-			return nil, fmt.Errorf("read shared short refs: %w", err)
+	return memory.SharedShorts(shorts, func() (memory.Rows, func(), error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+shortExpr+` FROM artifacts WHERE `+shortExpr+` = ANY($1) GROUP BY 1 HAVING count(*) > 1`, shorts)
+		if err != nil {
+			return nil, nil, err
 		}
-		out[sh] = true
-	}
-	return out, rows.Err()
+		return rows, rows.Close, nil
+	})
 }
 
 // FindArtifact implements memory.Store: a full or short ref in the whole store.

@@ -358,30 +358,23 @@ func (s *Store) CreateThread(ctx context.Context, p memory.CreateThreadParams) (
 		EventCount: 1, LastEventID: ev.ID}, nil
 }
 
-// threadName applies the store's name rule inside the creating transaction: the name to
-// create the thread under, or the id of the thread to reuse. Names are not unique in the
-// schema, so creators of one name (through any daemon) take a transaction lock on it first.
+// threadName is memory.ThreadName with this store's lookups, inside the creating
+// transaction. Names are not unique in the schema, so creators of one name (through any
+// daemon) take a transaction lock on it first.
 func threadName(ctx context.Context, tx pgx.Tx, p memory.CreateThreadParams) (name, reuse string, err error) {
-	if p.Name == "" {
-		return "", "", nil
+	if p.Name != "" {
+		if err := lockName(ctx, tx, p.Name); err != nil {
+			return "", "", err
+		}
 	}
-	if err := lockName(ctx, tx, p.Name); err != nil {
-		return "", "", err
-	}
-	var existing string
-	err = tx.QueryRow(ctx, `SELECT id FROM threads WHERE name = $1 ORDER BY created_at, id LIMIT 1`, p.Name).Scan(&existing)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return p.Name, "", nil
-	case err != nil:
-		return "", "", fmt.Errorf("look up thread name: %w", err)
-	case p.IfNameTaken == memory.NameTakenReuse:
-		return "", existing, nil
-	case p.IfNameTaken == memory.NameTakenNext:
-		name, err = freeName(ctx, tx, p.Name)
-		return name, "", err
-	}
-	return "", "", &memory.NameTakenError{Name: p.Name, ThreadID: existing}
+	return memory.ThreadName(p, func(name string) (string, error) {
+		var id string
+		err := tx.QueryRow(ctx, `SELECT id FROM threads WHERE name = $1 ORDER BY created_at, id LIMIT 1`, name).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", nil
+		}
+		return id, err
+	}, func(name string) (string, error) { return freeName(ctx, tx, name) })
 }
 
 const threadCols = `id, name, created_at, updated_at, version, artifact_count, event_count, last_event_id, cache_hits, tokens_avoided`

@@ -16,27 +16,17 @@ const shortExpr = `substr(ref, 21)`
 // SharedShorts implements memory.Store: which of the short refs name more than one artifact
 // of the store (one indexed query for the batch).
 func (s *SQLite) SharedShorts(ctx context.Context, shorts []string) (map[string]bool, error) {
-	if len(shorts) == 0 {
-		return nil, nil
-	}
-	args := make([]any, len(shorts))
-	for i, sh := range shorts {
-		args[i] = sh
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+shortExpr+` FROM artifacts WHERE `+shortExpr+` IN (?`+strings.Repeat(",?", len(shorts)-1)+`) GROUP BY 1 HAVING count(*) > 1`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read shared short refs: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var sh string
-		if err := rows.Scan(&sh); err != nil {
-			return nil, fmt.Errorf("read shared short refs: %w", err)
+	return memory.SharedShorts(shorts, func() (memory.Rows, func(), error) {
+		args := make([]any, len(shorts))
+		for i, sh := range shorts {
+			args[i] = sh
 		}
-		out[sh] = true
-	}
-	return out, rows.Err()
+		rows, err := s.r.QueryContext(ctx, `SELECT `+shortExpr+` FROM artifacts WHERE `+shortExpr+` IN (?`+strings.Repeat(",?", len(shorts)-1)+`) GROUP BY 1 HAVING count(*) > 1`, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rows, func() { rows.Close() }, nil
+	})
 }
 
 // shortTaken reports whether a put's new ref would show as a short ref another artifact

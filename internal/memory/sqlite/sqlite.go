@@ -427,30 +427,16 @@ func (s *SQLite) CreateThread(ctx context.Context, p memory.CreateThreadParams) 
 		EventCount: 1, LastEventID: ev.ID}, nil
 }
 
-// threadName applies the store's name rule inside the creating transaction: the name to
-// create the thread under, or the id of the thread to reuse.
+// threadName is memory.ThreadName with this store's lookups, inside the creating transaction.
 func threadName(ctx context.Context, tx *sql.Tx, p memory.CreateThreadParams) (name, reuse string, err error) {
-	if p.Name == "" {
-		return "", "", nil
-	}
-	var existing string
-	err = tx.QueryRowContext(ctx, `SELECT id FROM threads WHERE name = ? ORDER BY created_at, id LIMIT 1`, p.Name).Scan(&existing)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return p.Name, "", nil
-	case err != nil:
-		return "", "", fmt.Errorf("look up thread name: %w", err)
-	case p.IfNameTaken == memory.NameTakenReuse:
-		return "", existing, nil
-	case p.IfNameTaken == memory.NameTakenNext:
-		name, err = memory.FreeName(p.Name, func(cand string) (bool, error) {
-			var n int
-			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE name = ?`, cand).Scan(&n)
-			return n > 0, err
-		})
-		return name, "", err
-	}
-	return "", "", &memory.NameTakenError{Name: p.Name, ThreadID: existing}
+	return memory.ThreadName(p, func(name string) (string, error) {
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM threads WHERE name = ? ORDER BY created_at, id LIMIT 1`, name).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
+		}
+		return id, err
+	}, func(name string) (string, error) { return freeName(ctx, tx, name) })
 }
 
 func (s *SQLite) mirrorState(id string) {
