@@ -90,6 +90,15 @@ func BenchmarkHeader10kFacts(b *testing.B) {
 //     has caught up, so indexing is counted too.
 //   - binary: random bytes typed binary: the put path alone, with nothing to index.
 func BenchmarkPutArtifact100KB(b *testing.B) {
+	for _, kind := range []string{"text", "binary"} {
+		b.Run(kind, func(b *testing.B) { benchPut(b, 100<<10, kind) })
+	}
+}
+
+// BenchmarkPutArtifact2KB: the small text put (notes, tool output), index included as above.
+func BenchmarkPutArtifact2KB(b *testing.B) { benchPut(b, 2<<10, "text") }
+
+func benchPut(b *testing.B, size int, kind string) {
 	var src []byte
 	files, _ := filepath.Glob("*.go")
 	for _, f := range files {
@@ -99,39 +108,35 @@ func BenchmarkPutArtifact100KB(b *testing.B) {
 		}
 		src = append(src, data...)
 	}
-	if len(src) < 150<<10 {
+	if len(src) < size+50<<10 {
 		b.Fatalf("only %d bytes of source text", len(src))
 	}
-	for _, kind := range []string{"text", "binary"} {
-		b.Run(kind, func(b *testing.B) {
-			ctx := context.Background()
-			s, err := OpenSQLite(b.TempDir(), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
-			content := make([]byte, 100<<10)
-			typ := memory.TypeText
-			if kind == "binary" {
-				typ = memory.TypeBinary
-				rand.Read(content)
-			}
-			b.SetBytes(int64(len(content)))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if kind == "text" {
-					off := (i * 7919) % (len(src) - len(content))
-					copy(content, src[off:])
-				}
-				copy(content, strconv.Itoa(i)+"-") // distinct content, no dedupe
-				if _, err := s.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Type: typ, Content: content}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := s.waitIndexed(ctx, th.ID); err != nil {
-				b.Fatal(err)
-			}
-		})
+	ctx := context.Background()
+	s, err := OpenSQLite(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	th, _ := s.CreateThread(ctx, memory.CreateThreadParams{})
+	content := make([]byte, size)
+	typ := memory.TypeText
+	if kind == "binary" {
+		typ = memory.TypeBinary
+		rand.Read(content)
+	}
+	b.SetBytes(int64(len(content)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if kind == "text" {
+			off := (i * 7919) % (len(src) - len(content))
+			copy(content, src[off:])
+		}
+		copy(content, strconv.Itoa(i)+"-") // distinct content, no dedupe
+		if _, err := s.PutArtifact(ctx, th.ID, memory.PutArtifactParams{Type: typ, Content: content}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.waitIndexed(ctx, th.ID); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -65,7 +65,7 @@ func (s *SQLite) PutArtifactBody(ctx context.Context, id string, p memory.PutArt
 	if err := s.threadExists(ctx, id); err != nil {
 		return memory.Artifact{}, err
 	}
-	if a.Provenance.Capability != memory.SearchCapability {
+	if a.Provenance.Capability != memory.SearchCapability && typ != memory.TypeBinary {
 		if err := s.waitIndexRoom(ctx); err != nil {
 			return memory.Artifact{}, err
 		}

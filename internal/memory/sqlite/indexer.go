@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // Search indexing runs behind the put, in a database file of its own (search.db beside
@@ -261,7 +263,7 @@ func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
 	}
 	s.idx.mark.Store(mark)
 	var pending int64
-	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(size + length(name)), 0) FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark).Scan(&pending); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(`+sqlIndexCost+`), 0) FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark).Scan(&pending); err != nil {
 		return err
 	}
 	s.idx.pending.Store(pending)
@@ -371,7 +373,8 @@ const (
 // skipped when the mark reaches it.
 func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	mark := s.idx.mark.Load()
-	q := `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, c.content, c.enc
+	// A binary body is never tokenized, so it is not read either (25 pages per 100 KB).
+	q := `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, ` + sqlIndexedContent + `, c.enc
 		FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
 		WHERE a.rowid > ? AND a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`
 	args := []any{mark, indexBatchDocs}
@@ -379,7 +382,7 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		s.idx.mu.Lock()
 		from := max(mark, s.idx.ahead[thread])
 		s.idx.mu.Unlock()
-		q = `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, c.content, c.enc
+		q = `SELECT a.rowid, a.thread_id, a.type, a.name, a.ref, a.size, ` + sqlIndexedContent + `, c.enc
 		FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
 		WHERE a.thread_id = ? AND a.rowid > ? AND a.fts_rowid IS NULL ORDER BY a.rowid LIMIT ?`
 		args = []any{thread, from, indexBatchDocs}
@@ -446,7 +449,7 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		if _, err := st(sqlIndexRow).ExecContext(ctx, lo+seq, d.name, bodies[i], d.typ); err != nil {
 			return 0, fmt.Errorf("index artifact: %w", err)
 		}
-		bytes += d.size + int64(len(d.name))
+		bytes += indexCost(d.typ, d.size, d.name)
 	}
 	last := docs[len(docs)-1].rowid
 	if thread == "" {
@@ -513,6 +516,21 @@ func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
 		}
 	}
 }
+
+// sqlIndexedContent selects the content the indexer tokenizes: none for a binary artifact.
+const sqlIndexedContent = `CASE WHEN a.type = '` + memory.TypeBinary + `' THEN x'' ELSE c.content END`
+
+// indexCost is what an artifact adds to the index lag: the text the indexer tokenizes (a
+// binary body is never tokenized, so binary puts neither count towards the lag nor wait
+// for it) and its name. sqlIndexCost is the same in SQL, over the artifacts table.
+func indexCost(typ string, size int64, name string) int64 {
+	if typ == memory.TypeBinary {
+		return int64(len(name))
+	}
+	return min(size, MaxIndexedBytes) + int64(len(name))
+}
+
+var sqlIndexCost = fmt.Sprintf(`CASE WHEN type = '%s' THEN 0 ELSE min(size, %d) END + length(name)`, memory.TypeBinary, MaxIndexedBytes)
 
 // waitIndexRoom holds a put while the index trails by more than maxIndexLag bytes (not
 // while the indexer fails: a broken index must not stop writes).

@@ -67,6 +67,15 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("put past the lag bound: %v, want it held until its deadline", err)
 	}
+	// A binary body is never tokenized: its put neither waits for the index nor adds its
+	// size to the lag, and its name is still found once the index catches up.
+	before := st.idx.pending.Load()
+	if _, err := st.PutArtifact(short, tid, memory.PutArtifactParams{Name: "blob.bin", Type: memory.TypeBinary, Content: make([]byte, 100<<10)}); err != nil {
+		t.Fatalf("binary put past the lag bound: %v, want it through at once", err)
+	}
+	if got := st.idx.pending.Load() - before; got != int64(len("blob.bin")) {
+		t.Fatalf("a 100 KB binary put added %d bytes to the index lag, want only its name's %d", got, len("blob.bin"))
+	}
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +85,9 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 	}
 	if hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "free"}); err != nil || len(hits) != 1 {
 		t.Fatalf("search: %v %v", refs(hits), err)
+	}
+	if hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "blob"}); err != nil || len(hits) != 1 {
+		t.Fatalf("search by a binary artifact's name: %v %v", refs(hits), err)
 	}
 }
 

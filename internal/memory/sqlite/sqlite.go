@@ -855,8 +855,8 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 	a := memory.Artifact{ThreadID: id, Type: typ, Mime: memory.MimeFor(typ, p.Content), Name: p.Name, Size: int64(len(p.Content)),
 		Hash: hex.EncodeToString(sum[:]), Preview: memory.MakePreview(typ, p.Content),
 		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
-	indexed := p.Capability != memory.SearchCapability // search result lists are never indexed
-	if indexed {
+	// Search result lists are never indexed; binary bodies add almost nothing to index.
+	if p.Capability != memory.SearchCapability && typ != memory.TypeBinary {
 		if err := s.waitIndexRoom(ctx); err != nil {
 			return memory.Artifact{}, err
 		}
@@ -932,7 +932,7 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 			s.mirror.event(ev)
 			s.broker.Notify(id)
 			if indexed {
-				s.idx.pending.Add(a.Size + int64(len(a.Name)))
+				s.idx.pending.Add(indexCost(a.Type, a.Size, a.Name))
 				s.idx.wake()
 			}
 		}, nil
