@@ -55,6 +55,7 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tx.Rollback() // a failure below must not leave the indexer held
 	if _, err := tx.Exec(`UPDATE progress SET done = done`); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,9 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 	// A binary body is never tokenized: its put neither waits for the index nor adds its
 	// size to the lag, and its name is still found once the index catches up.
 	before := st.idx.pending.Load()
-	if _, err := st.PutArtifact(short, tid, memory.PutArtifactParams{Name: "blob.bin", Type: memory.TypeBinary, Content: make([]byte, 100<<10)}); err != nil {
+	bounded, cancelBounded := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelBounded()
+	if _, err := st.PutArtifact(bounded, tid, memory.PutArtifactParams{Name: "blob.bin", Type: memory.TypeBinary, Content: make([]byte, 100<<10)}); err != nil {
 		t.Fatalf("binary put past the lag bound: %v, want it through at once", err)
 	}
 	if got := st.idx.pending.Load() - before; got != int64(len("blob.bin")) {
