@@ -244,6 +244,9 @@ type Artifact struct {
 	Provenance   Provenance `json:"provenance"`
 	CreatedAt    Time       `json:"created_at"`
 	Deduplicated bool       `json:"deduplicated"`
+	// ShortUnique: the put that created it drew its short ref unique store-wide, so the
+	// short form names it with no lookup (set only on a put's result).
+	ShortUnique bool `json:"-"`
 }
 
 // Preview is the bounded, sanitized start of an artifact.

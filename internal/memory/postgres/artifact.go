@@ -110,7 +110,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 		a := a
 		at := s.stamp()
 		a.CreatedAt, a.Provenance.CreatedAt = at, at
-		if a.Ref, err = drawRef(ctx, tx, at.Time); err != nil {
+		if a.Ref, a.ShortUnique, err = drawRef(ctx, tx, at.Time); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO artifacts (`+artifactCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
@@ -208,23 +208,22 @@ const shortLockBase int64 = 0x72656c6100000000
 // drawRef draws a new artifact ref whose short form no artifact of the store has, holding a
 // transaction advisory lock on that short form so a put on another daemon cannot take it
 // before this transaction commits.
-func drawRef(ctx context.Context, tx pgx.Tx, at time.Time) (string, error) {
-	var ref string
+func drawRef(ctx context.Context, tx pgx.Tx, at time.Time) (ref string, unique bool, err error) {
 	for i := 0; i < memory.MaxRefDraws; i++ {
 		ref = memory.NewRef(at)
 		n, _ := strconv.ParseInt(memory.Short(ref), 16, 64)
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, shortLockBase+n); err != nil {
-			return "", fmt.Errorf("lock ref %s: %w", ref, err)
+			return "", false, fmt.Errorf("lock ref %s: %w", ref, err)
 		}
 		var taken bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE `+shortExpr+` = $1)`, memory.Short(ref)).Scan(&taken); err != nil {
-			return "", fmt.Errorf("check ref %s: %w", ref, err)
+			return "", false, fmt.Errorf("check ref %s: %w", ref, err)
 		}
 		if !taken {
-			break
+			return ref, true, nil
 		}
 	}
-	return ref, nil
+	return ref, false, nil
 }
 
 // SharedShorts implements memory.Store.

@@ -34,13 +34,21 @@ import (
 // bounds that wait.
 
 const (
-	indexBatchDocs  = 32        // artifacts per index transaction at most
-	indexBatchBytes = 256 << 10 // and about this much text per transaction
-	// maxIndexLag bounds how far the index trails the puts, in artifact bytes: past it a
-	// put waits for the indexer (backpressure). At the ~8 MB/s this pure-Go FTS5 indexes
-	// on one core of a busy 2-core machine, 48 MB is about 6 s of indexing: the longest a
-	// search waits for its own puts.
-	maxIndexLag = 48 << 20
+	indexBatchDocs  = 256     // artifacts per index transaction at most
+	indexBatchBytes = 1 << 20 // and about this much text per transaction
+	// indexCoalesce is how long the indexer lets puts gather before it indexes less than a
+	// batch when no search waits: an index commit flushes a segment and merges, which cost
+	// more than tokenizing a 2 KB note, so one commit per put spent a third of the
+	// indexer's CPU there. A search never waits for it: it asks for its thread at once.
+	indexCoalesce = 25 * time.Millisecond
+	// maxIndexLag bounds how far the index trails the puts, in the bytes it has to
+	// tokenize: past it a text put waits for the indexer (backpressure). This pure-Go FTS5
+	// indexes 8-13 MB/s on one core of a 2-core machine, a tenth of the rate one
+	// connection can put 100 KB texts at, so the bound is what a burst can put at full
+	// speed: 128 MB takes 10-16 s to index, the longest a search waits for its own
+	// thread's puts (a search's thread is indexed first, so other threads' backlog never
+	// delays it). Past the bound, puts run at the indexing rate.
+	maxIndexLag = 128 << 20
 	// searchWait bounds how long a search waits for the indexer to reach its thread; past
 	// it the search answers from the index as it is. It is above the time maxIndexLag
 	// takes to index, so read-your-writes holds under any load the bound admits.
@@ -333,6 +341,9 @@ func (s *SQLite) runIndexer() {
 		case <-x.quit:
 			return
 		}
+		if !x.gather() {
+			return
+		}
 		for {
 			n, err := s.indexBatch(context.Background(), x.preferred())
 			x.signal(err)
@@ -346,6 +357,23 @@ func (s *SQLite) runIndexer() {
 			}
 		}
 	}
+}
+
+// gather waits up to indexCoalesce for a batch's worth of puts, returning early when a
+// search waits for a thread; false when the store closes meanwhile.
+func (x *indexer) gather() bool {
+	t := time.NewTimer(indexCoalesce)
+	defer t.Stop()
+	for x.preferred() == "" && x.pending.Load() < indexBatchBytes {
+		select {
+		case <-x.kick:
+		case <-t.C:
+			return true
+		case <-x.quit:
+			return false
+		}
+	}
+	return true
 }
 
 type pendingDoc struct {

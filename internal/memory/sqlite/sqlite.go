@@ -891,15 +891,13 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 		at := s.stamp()
 		a.CreatedAt, a.Provenance.CreatedAt = at, at
 		// The ref's short form names it store-wide: draw again while another artifact has it.
-		for i := 0; i < memory.MaxRefDraws; i++ {
+		for i := 0; i < memory.MaxRefDraws && !a.ShortUnique; i++ {
 			a.Ref = memory.NewRef(at.Time)
 			taken, err := s.shortTaken(ctx, tx, a.Ref)
 			if err != nil {
 				return nil, fmt.Errorf("check ref %s: %w", a.Ref, err)
 			}
-			if !taken {
-				break
-			}
+			a.ShortUnique = !taken
 		}
 		// The event carries the ref as relay shows it (unique: it was just drawn so).
 		data, _ := json.Marshal(map[string]any{"ref": memory.Short(a.Ref), "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
