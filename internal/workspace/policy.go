@@ -82,7 +82,9 @@ func (w *Workspace) CheckAsk(req *ask.Request) error {
 		return nil
 	}
 	ceiling := backend.WorkspaceWrite
+	config := "$RELAY_HOME/config.json"
 	if home, err := w.home(); err == nil {
+		config = relayhome.UserFile(home)
 		if u, err := relayhome.LoadUser(home); err == nil && u.Agent.MaxSandbox == backend.DangerFullAccess {
 			ceiling = backend.DangerFullAccess
 		}
@@ -90,7 +92,7 @@ func (w *Workspace) CheckAsk(req *ask.Request) error {
 	if sandboxRank(req.Sandbox) > sandboxRank(ceiling) {
 		return &ask.Error{Usage: true,
 			Message: fmt.Sprintf("a tool call cannot give a friend the %s sandbox (the most it may is %s)", req.Sandbox, ceiling),
-			Hint:    `pass "sandbox":"read-only" or "workspace-write"; only the user can allow more (relay ask --sandbox danger-full-access at their terminal, or "agent": {"max_sandbox": "danger-full-access"} in $RELAY_HOME/config.json)`}
+			Hint:    `pass "sandbox":"read-only" or "workspace-write"; only the user can allow more (relay ask --sandbox danger-full-access at their terminal, or "agent": {"max_sandbox": "danger-full-access"} in ` + config + `)`}
 	}
 	if req.ContextFile != "" {
 		p, err := w.insideProject(req.ContextFile)

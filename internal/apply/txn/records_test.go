@@ -215,3 +215,19 @@ func TestRevertWritesOnlyListedPaths(t *testing.T) {
 		t.Error("a listed path without a snapshot must be refused")
 	}
 }
+
+// TestUnsealErrorsNameTheRealKeyFile: the refusal names the key file where it is on this
+// machine, not a $RELAY_HOME placeholder the user has to expand.
+func TestUnsealErrorsNameTheRealKeyFile(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("RELAY_HOME", home)
+	want := filepath.Join(home, RecordKeyFile)
+	body := []byte("{}\n")
+	sealed := seal([]byte("the key that wrote it, 32 bytes!"), body)
+	for _, key := range [][]byte{nil, []byte("another key on this machine, 32b")} {
+		_, err := unseal(key, sealed)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "$RELAY_HOME") {
+			t.Errorf("unseal with key %q: %v, want it to name %s", key, err, want)
+		}
+	}
+}

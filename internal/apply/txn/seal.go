@@ -101,12 +101,22 @@ func seal(key, body []byte) []byte {
 var errNoSeal = errors.New("it carries no seal from relay on this machine, so relay did not write it here (it may have come with the repository, or from a relay version before records were sealed)")
 
 // errUnsealed is a record that this machine's relay did not write.
-var errUnsealed = errors.New("its seal does not match the key in $RELAY_HOME/" + RecordKeyFile + ", so relay did not write it here (it may have come with the repository)")
+func errUnsealed() error {
+	return errors.New("its seal does not match the key in " + recordKeyPath() + ", so relay did not write it here (it may have come with the repository)")
+}
+
+// recordKeyPath names the record key's file as the user finds it on this machine.
+func recordKeyPath() string {
+	if home, err := relayhome.Dir(); err == nil {
+		return filepath.Join(home, RecordKeyFile)
+	}
+	return "$RELAY_HOME/" + RecordKeyFile
+}
 
 // unseal checks the last line's MAC and returns the record without it.
 func unseal(key, data []byte) ([]byte, error) {
 	if key == nil {
-		return nil, errors.New("there is no record key ($RELAY_HOME/" + RecordKeyFile + ") on this machine, so relay did not write it here")
+		return nil, errors.New("there is no record key (" + recordKeyPath() + ") on this machine, so relay did not write it here")
 	}
 	if !bytes.HasSuffix(data, []byte("\n")) {
 		return nil, errNoSeal
@@ -118,7 +128,7 @@ func unseal(key, data []byte) ([]byte, error) {
 	}
 	body := data[:i]
 	if !hmac.Equal(last[len(sealPrefix):], []byte(sealMAC(key, body))) {
-		return nil, errUnsealed
+		return nil, errUnsealed()
 	}
 	return body, nil
 }
