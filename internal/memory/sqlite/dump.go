@@ -202,7 +202,7 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 		}
 		for _, c := range d.Calls {
 			c.ThreadID = id
-			if err := insertCall(ctx, tx, c); err != nil {
+			if err := s.insertCall(ctx, tx, c); err != nil {
 				return fmt.Errorf("import capability call: %w", err)
 			}
 		}
