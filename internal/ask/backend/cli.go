@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -27,11 +26,11 @@ type Invocation struct {
 	Stdin string // the prompt; empty means the null device
 	// OutputFile is where codex writes its last message.
 	OutputFile string
-	// PromptFile holds Stdin (mode 0600 in relay's private temp directory):
-	// the CLI reads it as its stdin, so the prompt is never in argv, where
-	// any local user could read it in /proc/<pid>/cmdline, and relay can see
-	// afterwards how much of it was read.
-	PromptFile string
+	// PromptFile holds Stdin (a memfd on Linux, else mode 0600 in relay's
+	// private temp directory): the CLI reads it as its stdin, so the prompt is
+	// never in argv, where any local user could read it in /proc/<pid>/cmdline,
+	// and relay can see afterwards how much of it was read.
+	PromptFile *os.File
 	// CheckPromptRead: the CLI reads stdin through the file offset it shares
 	// with relay (node does; claude's runtime reads at explicit positions),
 	// and gives up on it after a timer, so relay checks it read everything.
@@ -96,12 +95,8 @@ func ProcessRunner(ctx context.Context, inv Invocation) (Output, error) {
 	var promptFile *os.File
 	var promptSize int64
 	switch {
-	case inv.PromptFile != "":
-		f, err := os.Open(inv.PromptFile)
-		if err != nil {
-			return Output{}, err
-		}
-		defer f.Close()
+	case inv.PromptFile != nil:
+		f := inv.PromptFile
 		if fi, err := f.Stat(); err == nil {
 			promptSize = fi.Size()
 		}
@@ -229,11 +224,13 @@ func (b *cliBackend) runOnce(parent context.Context, req Request) (Result, error
 		return Result{}, err
 	}
 	if inv.Stdin != "" {
-		inv.PromptFile = filepath.Join(tmp, "prompt.txt")
-		if err := os.WriteFile(inv.PromptFile, []byte(inv.Stdin), 0o600); err != nil {
+		f, err := newPromptFile(tmp, inv.Stdin)
+		if err != nil {
 			return Result{}, &Error{Backend: b.Name(), Message: fmt.Sprintf("Failed writing the prompt for %s: %v", b.spec.exe(), err),
 				Hint: "check that $TMPDIR is writable and has space"}
 		}
+		defer f.Close()
+		inv.PromptFile = f
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)

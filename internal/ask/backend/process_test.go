@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,7 +173,8 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"ok"}\n'
 	}
 }
 
-// The prompt file is private to the user and gone after the run.
+// The prompt file is private to the user and gone after the run: on Linux a memfd, which
+// has no name in any directory; elsewhere a 0600 file removed with the run's directory.
 func TestPromptFileIsPrivate(t *testing.T) {
 	seen := filepath.Join(t.TempDir(), "seen")
 	fake := writeFake(t, "claude", fmt.Sprintf(`f=$(readlink /proc/$$/fd/0); stat -c %%a "$f" > %q; echo "$f" >> %q; cat > /dev/null
@@ -188,7 +190,13 @@ printf '{"type":"result","result":"ok"}\n'
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Fields(string(raw))
+	lines := strings.SplitN(strings.TrimSpace(string(raw)), "\n", 2)
+	if runtime.GOOS == "linux" {
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "/memfd:relay-prompt") {
+			t.Fatalf("stdin = %q, want relay's memfd", raw)
+		}
+		return
+	}
 	if len(lines) != 2 || lines[0] != "600" {
 		t.Fatalf("stdin mode/path = %q, want a 0600 file", lines)
 	}
