@@ -512,6 +512,7 @@ func (x *capExt) savedNow(ctx context.Context, id string) (int64, bool, error) {
 
 // refreshSaved computes the figures savedNow queued, one thread at a time, until done closes.
 func (x *capExt) refreshSaved(done <-chan struct{}) {
+	lowerPriority()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-done; cancel() }()
