@@ -349,6 +349,22 @@ func (a Artifact) Named(name func(string) string) Artifact {
 	return a
 }
 
+// OneFound is the artifact a store-wide lookup of ref (FindArtifact) found, or why there is
+// not exactly one.
+func OneFound(ref string, found []Artifact) (Artifact, error) {
+	switch len(found) {
+	case 0:
+		return Artifact{}, &NotFoundError{What: "artifact", ID: ref}
+	case 1:
+		return found[0], nil
+	}
+	full := make([]string, len(found))
+	for i, a := range found {
+		full[i] = a.Ref + " in thread " + a.ThreadID[:min(8, len(a.ThreadID))]
+	}
+	return Artifact{}, AmbiguousRef(ref, full, " of the store")
+}
+
 // AmbiguousRef is the error for a short ref that names several artifacts where one was
 // expected; it lists them by full ref, which always resolves.
 func AmbiguousRef(ref string, full []string, where string) error {

@@ -252,17 +252,7 @@ func (s *Store) FindArtifact(ctx context.Context, ref string) (memory.Artifact, 
 	if err != nil {
 		return memory.Artifact{}, fmt.Errorf("find artifact %s: %w", ref, err)
 	}
-	switch len(found) {
-	case 0:
-		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
-	case 1:
-		return found[0], nil
-	}
-	full := make([]string, len(found))
-	for i, a := range found {
-		full[i] = a.Ref + " in thread " + a.ThreadID[:min(8, len(a.ThreadID))]
-	}
-	return memory.Artifact{}, memory.AmbiguousRef(ref, full, " of the store")
+	return memory.OneFound(ref, found)
 }
 
 func (s *Store) queryArtifacts(ctx context.Context, q string, args ...any) ([]memory.Artifact, error) {

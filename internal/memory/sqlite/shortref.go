@@ -70,22 +70,7 @@ func (s *SQLite) FindArtifact(ctx context.Context, ref string) (memory.Artifact,
 	if err := rows.Err(); err != nil {
 		return memory.Artifact{}, fmt.Errorf("find artifact %s: %w", ref, err)
 	}
-	return oneFound(ref, found)
-}
-
-// oneFound is the artifact a store-wide lookup found, or why there is not exactly one.
-func oneFound(ref string, found []memory.Artifact) (memory.Artifact, error) {
-	switch len(found) {
-	case 0:
-		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
-	case 1:
-		return found[0], nil
-	}
-	full := make([]string, len(found))
-	for i, a := range found {
-		full[i] = a.Ref + " in thread " + a.ThreadID[:min(8, len(a.ThreadID))]
-	}
-	return memory.Artifact{}, memory.AmbiguousRef(ref, full, " of the store")
+	return memory.OneFound(ref, found)
 }
 
 // resolveRef turns what a user or agent wrote into the full ref of the thread's artifact:
