@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/relaydev/relay/internal/relayhome"
@@ -66,18 +65,6 @@ type AskOptions struct {
 	// priorVerdicts are earlier verdicts on the same diff the friend was pointed at.
 	verdictRefs   []string
 	priorVerdicts []string
-}
-
-// dedupeNames is the --to list as ask will ask it (aliases resolved, repeats dropped).
-func dedupeNames(to []string) []string {
-	var out []string
-	for _, n := range to {
-		n = backend.Canonical(strings.TrimSpace(n))
-		if n != "" && !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func newCmdAsk(f *Factory) *cobra.Command {
@@ -289,7 +276,7 @@ func askRun(ctx context.Context, opts *AskOptions) error {
 	if err := ws.AskDefaults(&req); err != nil {
 		return err
 	}
-	names := dedupeNames(req.To)
+	names := workspace.Friends(req.To)
 	if opts.Stream && !opts.JSON && len(names) > 1 {
 		return WithHint(Usagef("--stream prints one friend's answer as it arrives"),
 			"ask one friend with --stream, or add --json for one event a line from each friend")

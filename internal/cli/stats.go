@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/relayhome"
@@ -88,28 +85,8 @@ func friendStatsRun(f *Factory, opts *StatsOptions) error {
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FRIEND\tMODEL\tCALLS\tFAILED\tP50\tP95\tTOKENS IN/OUT\tCOST")
 	for _, r := range rows {
-		failed := "0"
-		if len(r.Failures) > 0 {
-			var parts []string
-			for k, n := range r.Failures {
-				parts = append(parts, fmt.Sprintf("%d %s", n, k))
-			}
-			sort.Strings(parts)
-			failed = strings.Join(parts, ", ")
-		}
-		model := r.Model
-		if model == "" {
-			model = "-"
-		}
-		tokens, cost := "-", "-"
-		if r.Reported > 0 {
-			tokens = fmt.Sprintf("%d/%d", r.InputTokens, r.OutputTokens)
-		}
-		if r.CostUSD > 0 {
-			cost = fmt.Sprintf("$%.4f", r.CostUSD)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", field(r.Backend), field(model), r.Calls, failed,
-			time.Duration(r.P50MS)*time.Millisecond, time.Duration(r.P95MS)*time.Millisecond, tokens, cost)
+		c := r.Cells()
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", field(r.Backend), field(c.Model), r.Calls, c.Failed, c.P50, c.P95, c.Tokens, c.Cost)
 	}
 	return tw.Flush()
 }

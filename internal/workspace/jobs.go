@@ -102,7 +102,7 @@ func (w *Workspace) StartAsk(ctx context.Context, req AskRequest) (*ask.Job, err
 	if len(req.Prompt) > ask.MaxPromptBytes {
 		return nil, &ask.Error{Usage: true, Message: fmt.Sprintf("the prompt is %d bytes; max %d bytes", len(req.Prompt), ask.MaxPromptBytes), Hint: "shorten it, or put the long part in a context file"}
 	}
-	to := dedupeFriends(req.To)
+	to := Friends(req.To)
 	for _, n := range to {
 		if _, ok := backend.Get(n); !ok {
 			return nil, &ask.Error{Usage: true, Message: fmt.Sprintf("Unsupported relay backend: %s. Supported: %s", n, strings.Join(backend.Names(), ", ")),
@@ -336,8 +336,8 @@ func lastLines(s string, n int) string {
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
-// dedupeFriends is the list of friends as ask will ask them (aliases resolved, repeats dropped).
-func dedupeFriends(to []string) []string {
+// Friends is the list of friends as ask will ask them (aliases resolved, repeats dropped).
+func Friends(to []string) []string {
 	var out []string
 	for _, n := range to {
 		n = backend.Canonical(strings.TrimSpace(n))

@@ -4,7 +4,9 @@
 package ledger
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -33,6 +35,36 @@ type Row struct {
 	CostUSD      float64        `json:"cost_usd"`
 	// Reported counts the calls whose friend reported tokens (the sums cover only those).
 	Reported int `json:"usage_reported"`
+}
+
+// Cells are a row's figures as a table shows them: "-" where nothing was reported, failures
+// as "N kind" sorted, latencies as durations.
+type Cells struct {
+	Model, Failed, P50, P95, Tokens, Cost string
+}
+
+// Cells renders r for a table (relay stats --friends, the thread's report).
+func (r Row) Cells() Cells {
+	c := Cells{Model: r.Model, Failed: "0", Tokens: "-", Cost: "-",
+		P50: (time.Duration(r.P50MS) * time.Millisecond).String(), P95: (time.Duration(r.P95MS) * time.Millisecond).String()}
+	if c.Model == "" {
+		c.Model = "-"
+	}
+	if len(r.Failures) > 0 {
+		var parts []string
+		for k, n := range r.Failures {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+		sort.Strings(parts)
+		c.Failed = strings.Join(parts, ", ")
+	}
+	if r.Reported > 0 {
+		c.Tokens = fmt.Sprintf("%d/%d", r.InputTokens, r.OutputTokens)
+	}
+	if r.CostUSD > 0 {
+		c.Cost = fmt.Sprintf("$%.4f", r.CostUSD)
+	}
+	return c
 }
 
 // Summarize groups entries by friend and model, sorted by friend then model.

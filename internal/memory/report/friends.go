@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/relaydev/relay/internal/ask/ledger"
 	"github.com/relaydev/relay/internal/memory"
@@ -70,27 +67,9 @@ func writeFriends(b io.Writer, rows []ledger.Row) {
 	}
 	io.WriteString(b, "| friend | model | calls | failed | p50 | p95 | tokens in/out | cost |\n|---|---|---:|---|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		failed := "0"
-		if len(r.Failures) > 0 {
-			var parts []string
-			for k, n := range r.Failures {
-				parts = append(parts, fmt.Sprintf("%d %s", n, k))
-			}
-			sort.Strings(parts)
-			failed = strings.Join(parts, ", ")
-		}
-		model, tokens, cost := r.Model, "-", "-"
-		if model == "" {
-			model = "-"
-		}
-		if r.Reported > 0 {
-			tokens = fmt.Sprintf("%d/%d", r.InputTokens, r.OutputTokens)
-		}
-		if r.CostUSD > 0 {
-			cost = fmt.Sprintf("$%.4f", r.CostUSD)
-		}
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mdEscape(r.Backend), mdEscape(model), r.Calls, mdEscape(failed),
-			time.Duration(r.P50MS)*time.Millisecond, time.Duration(r.P95MS)*time.Millisecond, tokens, cost)
+		c := r.Cells()
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mdEscape(r.Backend), mdEscape(c.Model), r.Calls, mdEscape(c.Failed),
+			c.P50, c.P95, c.Tokens, c.Cost)
 	}
 	io.WriteString(b, "\n")
 }
