@@ -264,7 +264,6 @@ var hotStatements = []string{
 	sqlInsertContent,
 	`UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`,
 	sqlInsertArtifact,
-	sqlThreadExists,
 	sqlArtifactByHash,
 	sqlSavepoint,
 	sqlRollbackTo,
@@ -277,7 +276,6 @@ const (
 	sqlRelease        = `RELEASE op`
 	sqlInsertArtifact = `INSERT INTO artifacts(ref, thread_id, type, mime, name, size, hash, preview_text, preview_lines, preview_truncated, created_by, capability, source_refs, created_at, fts_rowid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlInsertContent  = `INSERT INTO artifact_content(ref, content, enc) VALUES (?, ?, ?)`
-	sqlThreadExists   = `SELECT count(*) FROM threads WHERE id = ?`
 	sqlArtifactByHash = `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = ? AND hash = ?`
 )
 

@@ -873,13 +873,8 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 	indexed := a.Provenance.Capability != memory.SearchCapability
 	var out memory.Artifact
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
-		var exists int
-		if err := s.queryRow(ctx, tx, sqlThreadExists, id).Scan(&exists); err != nil {
-			return nil, fmt.Errorf("read thread %s: %w", id, err)
-		}
-		if exists == 0 {
-			return nil, &memory.NotFoundError{What: "thread", ID: id}
-		}
+		// An artifact found by (thread, hash) proves the thread exists; otherwise the
+		// counter's UPDATE below finding no thread does (one statement fewer per put).
 		if old, err := scanArtifact(s.queryRow(ctx, tx, sqlArtifactByHash, id, a.Hash)); err == nil {
 			old.Deduplicated = true
 			out = old
@@ -890,6 +885,11 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 		a := a
 		at := s.stamp()
 		a.CreatedAt, a.Provenance.CreatedAt = at, at
+		if r, err := s.exec(ctx, tx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
+			return nil, err
+		} else if n, _ := r.RowsAffected(); n == 0 {
+			return nil, &memory.NotFoundError{What: "thread", ID: id}
+		}
 		// The ref's short form names it store-wide: draw again while another artifact has it.
 		for i := 0; i < memory.MaxRefDraws && !a.ShortUnique; i++ {
 			a.Ref = memory.NewRef(at.Time)
@@ -908,9 +908,6 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 			return nil, err
 		}
 		if _, err := s.exec(ctx, tx, sqlInsertContent, a.Ref, stored, enc); err != nil {
-			return nil, err
-		}
-		if _, err := s.exec(ctx, tx, `UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`, id); err != nil {
 			return nil, err
 		}
 		ev, err := s.insertEvent(ctx, tx, id, memory.EventArtifactStored, at, data)
