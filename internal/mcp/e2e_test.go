@@ -354,3 +354,35 @@ func TestStdioAskVerdictAndSchema(t *testing.T) {
 		t.Fatalf("ask review with diff: %v %s", isErr, text)
 	}
 }
+
+// A full thread id goes to the daemon without a lookup first; every op on a missing one
+// still answers the daemon's "thread … not found" with the next step, and leaves nothing.
+func TestStdioMissingThreadByFullID(t *testing.T) {
+	w := newWorld(t)
+	cs := w.connect(t, nil)
+	const missing = "0b7c6f5e-1d2a-4c3b-9e8f-7a6b5c4d3e2f"
+	content := "x"
+	for _, args := range []map[string]any{
+		{"op": "header"}, {"op": "state"}, {"op": "events"}, {"op": "search", "query": "retry"},
+		{"op": "get", "ref": "abcdef"},
+	} {
+		args["thread"] = strings.ToUpper(missing) // ids are matched case-blind, as Resolve did
+		text, isErr := call(t, cs, "read", args)
+		if !isErr || !strings.Contains(text, "thread "+missing+" not found") || !strings.Contains(text, `Try: omit thread to use this project's thread`) {
+			t.Errorf("read %v: error %v\n%s", args, isErr, text)
+		}
+	}
+	for _, args := range []map[string]any{
+		{"op": "put", "content": content, "name": "n.md"},
+		{"op": "patch", "patch": []any{map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"key": "k", "value": "v"}}}, "version": 1},
+	} {
+		args["thread"] = missing
+		text, isErr := call(t, cs, "write_memory", args)
+		if !isErr || !strings.Contains(text, "thread "+missing+" not found") || !strings.Contains(text, `Try: omit thread to use this project's thread`) {
+			t.Errorf("write_memory %v: error %v\n%s", args, isErr, text)
+		}
+	}
+	if out := w.run(t, w.relay, "runs", "--json"); strings.Contains(out, missing) {
+		t.Errorf("a call on a missing thread made it:\n%s", out)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/relaydev/relay/internal/ask"
@@ -687,10 +688,38 @@ func (s *Server) memory(ctx context.Context, a MemoryArgs) (any, error) {
 			return nil, argErr(`fetch {"url":"https://…"}`, "op=fetch needs url")
 		}
 	}
+	// A full thread id goes to the daemon as it is: the call itself answers "thread … not
+	// found" for a missing one, so looking the thread up first only cost a round trip. It
+	// is watched once a call on it succeeded (a watch on a missing thread would retry forever).
+	if id, ok := fullThreadID(a.Thread); ok {
+		res, err := s.memoryOp(ctx, id, a)
+		if err == nil {
+			s.watch(id)
+		}
+		return res, err
+	}
 	id, err := s.thread(ctx, a.Thread)
 	if err != nil {
 		return nil, err
 	}
+	return s.memoryOp(ctx, id, a)
+}
+
+// fullThreadID is arg as a thread id when it is a whole one (any case), the form that
+// needs no lookup to know which thread is meant.
+func fullThreadID(arg string) (string, bool) {
+	if len(arg) != 36 {
+		return "", false
+	}
+	if _, err := uuid.Parse(arg); err != nil {
+		return "", false
+	}
+	return strings.ToLower(arg), true
+}
+
+// memoryOp runs a checked read or write_memory op on the thread id.
+func (s *Server) memoryOp(ctx context.Context, id string, a MemoryArgs) (any, error) {
+	m := s.jobs.Memory
 	switch a.Op {
 	case "header":
 		return m.Header(ctx, id, a.Since)
