@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +30,7 @@ func main() {
 	n := flag.Int("n", 1000, "tool calls to time")
 	relay := flag.String("relay", "", "relay binary (default: go build ./cmd/relay into a temp dir)")
 	notes := flag.Int("search-notes", 0, "instead: put this many ~2 KB notes through write_memory op=put, then time -n read op=search calls")
+	flag.BoolVar(&passThread, "thread", false, "with -search-notes: pass the project's thread id as thread on every search, as an agent that names its thread does")
 	flag.Parse()
 	if *notes > 0 {
 		searchNotes = *notes
@@ -80,7 +82,7 @@ func run(n int, relay string) error {
 	}
 	fmt.Printf("session start + first call (daemon started, thread made): %s\n", time.Since(t0).Round(time.Millisecond))
 	if searchNotes > 0 {
-		return timeSearches(ctx, cs, n)
+		return timeSearches(ctx, cs, n, home, project)
 	}
 	// a realistic header: a few facts and steps
 	patch := []any{
@@ -156,12 +158,36 @@ func run(n int, relay string) error {
 	return nil
 }
 
-// searchNotes > 0 times read op=search over that many notes instead of the header.
-var searchNotes int
+// searchNotes > 0 times read op=search over that many notes instead of the header;
+// passThread names the thread on each search.
+var (
+	searchNotes int
+	passThread  bool
+)
+
+// daemonRequests counts the requests in the daemon's log: with RELAY_LOG_LEVEL=debug it
+// logs every one, a count that load on the machine does not change.
+func daemonRequests(home string) int {
+	b, _ := os.ReadFile(filepath.Join(home, ".relay", "daemon.log"))
+	return strings.Count(string(b), " msg=request ")
+}
 
 // timeSearches puts searchNotes notes of ~2 KB (distinct markdown-like text) through the
 // memory tool, then times n searches for words they contain, as an agent calls them.
-func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int) error {
+func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, project string) error {
+	search := map[string]any{"op": "search"}
+	if passThread {
+		tb, err := os.ReadFile(filepath.Join(project, ".relaycode", "thread"))
+		if err != nil {
+			return err
+		}
+		search["thread"] = strings.TrimSpace(string(tb))
+	}
+	args := func(q string) map[string]any {
+		a := maps.Clone(search)
+		a["query"] = q
+		return a
+	}
 	topics := []string{"retry policy", "backoff", "database migration", "cache eviction", "token budget", "flaky test", "release notes", "rate limit"}
 	for i := range searchNotes {
 		var b strings.Builder
@@ -177,21 +203,25 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int) error {
 	}
 	queries := []string{"retry", "backoff service3", "\"rate limit\"", "migration", "flaky", "eviction note7", "budget", "zqxvmiss"}
 	for i := 0; i < 20; i++ { // warm up (the first search also waits for the index)
-		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"op": "search", "query": queries[i%len(queries)]}}); err != nil {
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: args(queries[i%len(queries)])}); err != nil {
 			return err
 		}
 	}
 	times := make([]time.Duration, n)
+	before := daemonRequests(home)
 	for i := range times {
 		q := fmt.Sprintf("%s note%d", queries[i%len(queries)], i%searchNotes) // distinct: no cache hit
 		s := time.Now()
-		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"op": "search", "query": q}})
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: args(q)})
 		times[i] = time.Since(s)
 		if err != nil || r.IsError {
 			return fmt.Errorf("search %d: %v %s", i, err, text(r))
 		}
 	}
-	fmt.Printf("read op=search over MCP stdio at %d notes, %d searches: p50 %s  p99 %s\n", searchNotes, n, us(pct(times, 50)), us(pct(times, 99)))
+	fmt.Printf("read op=search over MCP stdio at %d notes, %d searches (thread passed: %v): p50 %s  p99 %s\n", searchNotes, n, passThread, us(pct(times, 50)), us(pct(times, 99)))
+	if reqs := daemonRequests(home) - before; reqs > 0 {
+		fmt.Printf("daemon requests per search: %.2f\n", float64(reqs)/float64(n))
+	}
 	return nil
 }
 
