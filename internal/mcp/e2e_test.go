@@ -386,3 +386,30 @@ func TestStdioMissingThreadByFullID(t *testing.T) {
 		t.Errorf("a call on a missing thread made it:\n%s", out)
 	}
 }
+
+// $RELAY_THREAD is looked up once a session, not before every call: the daemon's request
+// log (every request at debug level) shows one GET /threads/{id} for many searches.
+func TestStdioRelayThreadLookedUpOnce(t *testing.T) {
+	w := newWorld(t)
+	w.env = append(w.env, "RELAY_LOG_LEVEL=debug")
+	cs := w.connect(t, nil)
+	thread, _ := mustOK(t, cs, "write_memory", map[string]any{"op": "new_thread", "name": "by-env"})["thread_id"].(string)
+	w.env = append(w.env, "RELAY_THREAD="+thread)
+	cs = w.connect(t, nil)
+	mustOK(t, cs, "write_memory", map[string]any{"op": "put", "content": "retry policy: three attempts", "name": "n.md"})
+	for range 5 {
+		if r := mustOK(t, cs, "read", map[string]any{"op": "search", "query": "retry"}); r["thread_id"] != thread {
+			t.Fatalf("search ran in %v, want the thread $RELAY_THREAD names (%s)", r["thread_id"], thread)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(w.home, ".relay", "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(b), "path=/cap/invoke ") < 5 {
+		t.Fatalf("the daemon logged no requests:\n%s", b)
+	}
+	if n := strings.Count(string(b), "path=/threads/"+thread+" "); n > 1 {
+		t.Errorf("%d lookups of the thread for 6 calls, want at most 1:\n%s", n, b)
+	}
+}

@@ -41,6 +41,8 @@ type Memory struct {
 
 	threadMu sync.Mutex
 	thread   string // the default thread, once known
+	// envThread is $RELAY_THREAD resolved, once known
+	envThread string
 }
 
 func (m *Memory) getenv(k string) string {
@@ -216,11 +218,20 @@ func (m *Memory) DefaultThread(ctx context.Context, named string, create bool) (
 	if named != "" {
 		return m.Resolve(ctx, named)
 	}
-	if t := strings.TrimSpace(m.getenv("RELAY_THREAD")); t != "" {
-		return m.Resolve(ctx, t)
-	}
 	m.threadMu.Lock()
 	defer m.threadMu.Unlock()
+	if t := strings.TrimSpace(m.getenv("RELAY_THREAD")); t != "" {
+		// resolved once: a lookup on every call cost relay mcp a daemon round trip each time,
+		// and a thread gone since answers "thread … not found" on the call itself
+		if m.envThread == "" {
+			id, err := m.Resolve(ctx, t)
+			if err != nil {
+				return "", err
+			}
+			m.envThread = id
+		}
+		return m.envThread, nil
+	}
 	if m.thread != "" {
 		return m.thread, nil
 	}
