@@ -132,9 +132,14 @@ func mustOK(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]an
 func TestStdioEveryTool(t *testing.T) {
 	w := newWorld(t)
 	updated := make(chan string, 16)
+	// resources/subscribe answers once the server has registered the subscription, so the
+	// patch below is heard. Under 2026-07-28 the SDK's Subscribe opens subscriptions/listen
+	// and returns before the server registers it: a change made at once can go unheard
+	// (the server's log shows it sent to no subscriber), so this test pins the last version
+	// with a synchronous subscribe.
 	cs := w.connect(t, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 		updated <- r.Params.URI
-	}})
+	}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 
 	// memory: the project's thread is made on first use and remembered
 	h := mustOK(t, cs, "read", map[string]any{"op": "header"})
