@@ -212,13 +212,13 @@ func runBackend(c *config, corp *corpus, home, store string, r *result) error {
 	// Patches: sequential on one thread, then 8 writers on 8 threads.
 	start = time.Now()
 	for i := range c.patches {
-		if err := cl.patch(threads[1], 1000+i); err != nil {
+		if err := cl.patch(threads[1], 10_000_000+i); err != nil { // fact ids of their own: the header facts use 0 … 5×threads
 			return err
 		}
 	}
 	r.patchSeq = float64(c.patches) / time.Since(start).Seconds()
 	start = time.Now()
-	if err := parallel(8, c.patches, func(i int) error { return cl.patch(threads[2+i%8], 100000+i) }); err != nil {
+	if err := parallel(8, c.patches, func(i int) error { return cl.patch(threads[2+i%8], 20_000_000+i) }); err != nil {
 		return err
 	}
 	r.patchConc = float64(c.patches) / time.Since(start).Seconds()
