@@ -23,6 +23,7 @@ func TestAskPromptNeverInArgv(t *testing.T) {
 			s.WriteFileAbs(filepath.Join(bin, friend), fmt.Sprintf(`#!/bin/sh
 tr '\0' '\n' < /proc/$$/cmdline > %[1]s/argv
 stat -L -c '%%a %%F' /proc/$$/fd/0 > %[1]s/stdin-mode
+readlink /proc/$$/fd/0 > %[1]s/stdin-link
 cat > %[1]s/stdin
 exit 3
 `, rec), 0o755)
@@ -47,9 +48,13 @@ exit 3
 			if strings.Count(string(stdin), secret) != 2 {
 				t.Errorf("%s did not get the whole prompt on stdin (%d bytes)", friend, len(stdin))
 			}
+			// A 0600 file, or (Linux) a memfd: it has no path another user could open, only
+			// /proc/<pid>/fd, which needs the right to trace the friend.
 			mode, _ := os.ReadFile(filepath.Join(rec, "stdin-mode"))
-			if got := strings.TrimSpace(string(mode)); got != "600 regular file" {
-				t.Errorf("%s's stdin is %q, want a 0600 regular file", friend, got)
+			link, _ := os.ReadFile(filepath.Join(rec, "stdin-link"))
+			memfd := strings.HasPrefix(string(link), "/memfd:")
+			if got := strings.TrimSpace(string(mode)); got != "600 regular file" && !memfd {
+				t.Errorf("%s's stdin is %q (%s), want a 0600 regular file or a memfd", friend, got, strings.TrimSpace(string(link)))
 			}
 		})
 	}

@@ -209,6 +209,10 @@ func TestInstallWhileHostWrites(t *testing.T) {
 				return
 			}
 			written = i + 1
+			// A busy host writes its settings every few milliseconds, not back to back: a
+			// loop that retakes the lock microseconds after freeing it starves every mkdir-lock
+			// waiter (Claude Code's own too), and made this test fail 1 run in 24 under load.
+			time.Sleep(2 * time.Millisecond)
 		}
 	}()
 	var runs []Result
