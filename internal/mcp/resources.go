@@ -122,6 +122,40 @@ func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 	return nil
 }
 
+// listStored registers the default thread's stored artifacts before a resources/list is
+// answered: the watch that lists them runs in the background (initialize must not wait for
+// the daemon), so a session's first resources/list could come back empty.
+func (s *Server) listStored(ctx context.Context) {
+	if s.jobs.DefaultThread == nil || s.jobs.Memory == nil {
+		return
+	}
+	thread, err := s.jobs.DefaultThread(ctx, false)
+	if err != nil || thread == "" {
+		return
+	}
+	s.watch(thread)
+	raw, err := s.jobs.Memory.Events(ctx, thread, 0, 500)
+	if err != nil {
+		return
+	}
+	var page struct {
+		Events []struct {
+			ID   int64           `json:"id"`
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		} `json:"events"`
+	}
+	if json.Unmarshal(raw, &page) != nil {
+		return
+	}
+	var listed []string // the watch keeps its own bound; these are at most one page
+	for _, e := range page.Events {
+		if e.Type == "artifact.stored" {
+			s.onEvent(ctx, thread, Event{ID: e.ID, Type: e.Type, Data: e.Data}, &listed)
+		}
+	}
+}
+
 // watch follows a thread's events once per session: every stored artifact
 // becomes a listed resource, and subscribers hear of state patches and new
 // artifacts.

@@ -212,6 +212,14 @@ func New(jobs Jobs) *Server {
 		},
 		Capabilities: &sdk.ServerCapabilities{},
 	})
+	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "resources/list" {
+				s.listStored(ctx)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	handlers := map[string]sdk.ToolHandler{ToolRead: s.handleRead, ToolWriteMemory: s.handleWriteMemory,
 		ToolEditFiles: s.handleEditFiles, ToolFetch: s.handleFetch, ToolAsk: s.handleAsk}
 	for _, t := range tools(jobs.Backends) {
