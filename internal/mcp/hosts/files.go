@@ -221,7 +221,7 @@ func lockDir(path string) (func(), error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%s is held by another process (the host is writing its settings); try again", path)
 		}
-		time.Sleep(wait) // polling: a mkdir lock has no way to wait on it
+		time.Sleep(wait)                       // polling: a mkdir lock has no way to wait on it
 		wait = min(wait*2, 5*time.Millisecond) // often: a host frees its lock only briefly between writes
 	}
 }
