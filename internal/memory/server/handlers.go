@@ -429,17 +429,11 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) writeArtifactCreated(w http.ResponseWriter, r *http.Request, id string, a memory.Artifact) error {
-	if a.ShortUnique && len(a.Provenance.SourceRefs) == 0 {
-		// The put drew its short ref unique store-wide in its own transaction: no lookup
-		// needed (it was a fifth of a small put's CPU).
-		a.Ref = memory.Short(a.Ref)
-	} else {
-		named, err := s.named(r.Context(), a)
-		if err != nil {
-			return err
-		}
-		a = named[0]
+	named, err := s.named(r.Context(), a)
+	if err != nil {
+		return err
 	}
+	a = named[0]
 	status := http.StatusCreated
 	if a.Deduplicated {
 		status = http.StatusOK
@@ -454,7 +448,11 @@ func (s *Server) writeArtifactCreated(w http.ResponseWriter, r *http.Request, id
 func (s *Server) named(ctx context.Context, as ...memory.Artifact) ([]memory.Artifact, error) {
 	var refs []string
 	for _, a := range as {
-		refs = append(refs, a.Ref)
+		// A ref its put drew unique store-wide needs no lookup (for a small put the lookup
+		// was a fifth of its CPU): left out, Names shows its short form.
+		if !a.ShortUnique {
+			refs = append(refs, a.Ref)
+		}
 		refs = append(refs, a.Provenance.SourceRefs...)
 	}
 	name, err := memory.Names(ctx, s.store.SharedShorts, refs)
