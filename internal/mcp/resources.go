@@ -122,9 +122,10 @@ func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 	return nil
 }
 
-// listStored registers the default thread's stored artifacts before a resources/list is
-// answered: the watch that lists them runs in the background (initialize must not wait for
-// the daemon), so a session's first resources/list could come back empty.
+// listStored registers the default thread's stored artifacts before the session's first
+// resources/list is answered: the watch that lists them runs in the background (initialize
+// must not wait for the daemon), so that list could come back empty. Once a thread is
+// primed the watch keeps it current. It covers the thread's first 500 events.
 func (s *Server) listStored(ctx context.Context) {
 	if s.jobs.DefaultThread == nil || s.jobs.Memory == nil {
 		return
@@ -133,10 +134,16 @@ func (s *Server) listStored(ctx context.Context) {
 	if err != nil || thread == "" {
 		return
 	}
+	s.mu.Lock()
+	primed := s.primed[thread]
+	s.mu.Unlock()
+	if primed {
+		return
+	}
 	s.watch(thread)
 	raw, err := s.jobs.Memory.Events(ctx, thread, 0, 500)
 	if err != nil {
-		return
+		return // the next resources/list tries again
 	}
 	var page struct {
 		Events []struct {
@@ -148,12 +155,14 @@ func (s *Server) listStored(ctx context.Context) {
 	if json.Unmarshal(raw, &page) != nil {
 		return
 	}
-	var listed []string // the watch keeps its own bound; these are at most one page
 	for _, e := range page.Events {
 		if e.Type == "artifact.stored" {
-			s.onEvent(ctx, thread, Event{ID: e.ID, Type: e.Type, Data: e.Data}, &listed)
+			s.onEvent(ctx, thread, Event{ID: e.ID, Type: e.Type, Data: e.Data})
 		}
 	}
+	s.mu.Lock()
+	s.primed[thread] = true
+	s.mu.Unlock()
 }
 
 // watch follows a thread's events once per session: every stored artifact
@@ -172,7 +181,6 @@ func (s *Server) watch(thread string) {
 	ctx := s.ctx
 	s.mu.Unlock()
 	s.srv.AddResource(&sdk.Resource{URI: StateURI(thread), Name: "state", Title: "state of thread " + thread, MIMEType: "application/json"}, s.readResource)
-	listed := []string{}
 	go func() {
 		// A stream that breaks (the daemon restarting, or not yet serving when the
 		// session made the thread) is followed again from the last event seen, so a
@@ -181,7 +189,7 @@ func (s *Server) watch(thread string) {
 		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 			err := s.jobs.Memory.Watch(ctx, thread, last, func(e Event) {
 				last = max(last, e.ID)
-				s.onEvent(ctx, thread, e, &listed)
+				s.onEvent(ctx, thread, e)
 			})
 			if ctx.Err() != nil || err == nil {
 				break
@@ -199,7 +207,7 @@ func (s *Server) watch(thread string) {
 
 // onEvent lists a stored artifact as a resource and tells subscribers of a
 // state patch.
-func (s *Server) onEvent(ctx context.Context, thread string, e Event, listed *[]string) {
+func (s *Server) onEvent(ctx context.Context, thread string, e Event) {
 	switch e.Type {
 	case "artifact.stored":
 		var a Artifact
@@ -208,20 +216,22 @@ func (s *Server) onEvent(ctx context.Context, thread string, e Event, listed *[]
 		}
 		uri := ArtifactURI(thread, a.Ref)
 		s.mu.Lock()
-		seen := s.known[uri]
-		s.known[uri] = true
-		s.mu.Unlock()
-		if seen {
+		if s.known[uri] {
+			s.mu.Unlock()
 			return
 		}
+		s.known[uri] = true
+		list := append(s.listed[thread], uri)
+		var dropped string
+		if len(list) > maxListed {
+			dropped, list = list[0], list[1:]
+			delete(s.known, dropped)
+		}
+		s.listed[thread] = list
+		s.mu.Unlock()
 		s.srv.AddResource(&sdk.Resource{URI: uri, Name: a.Ref, Title: a.Name, MIMEType: mimeFor(a.Type), Size: a.Size}, s.readResource)
-		*listed = append(*listed, uri)
-		if len(*listed) > maxListed {
-			s.srv.RemoveResources((*listed)[0])
-			s.mu.Lock()
-			delete(s.known, (*listed)[0])
-			s.mu.Unlock()
-			*listed = (*listed)[1:]
+		if dropped != "" {
+			s.srv.RemoveResources(dropped)
 		}
 	case "state.patched":
 		_ = s.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: StateURI(thread)})

@@ -198,12 +198,14 @@ type Server struct {
 	mu      sync.Mutex
 	ctx     context.Context // the Run context: watches live as long as the session
 	watched map[string]bool
-	known   map[string]bool // resource URIs already added
+	known   map[string]bool     // resource URIs already added
+	listed  map[string][]string // per thread, its artifact URIs in resources/list, oldest first (≤ maxListed)
+	primed  map[string]bool     // threads whose stored artifacts a resources/list registered
 }
 
 // New builds the server.
 func New(jobs Jobs) *Server {
-	s := &Server{jobs: jobs, watched: map[string]bool{}, known: map[string]bool{}, ctx: context.Background()}
+	s := &Server{jobs: jobs, watched: map[string]bool{}, known: map[string]bool{}, listed: map[string][]string{}, primed: map[string]bool{}, ctx: context.Background()}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "relay", Title: "relay", Version: jobs.Version}, &sdk.ServerOptions{
 		Instructions:     Instructions,
 		SubscribeHandler: s.subscribe,

@@ -519,3 +519,24 @@ func TestPrompts(t *testing.T) {
 		t.Fatalf("prompt text:\n%s", text)
 	}
 }
+
+// TestListedArtifactsBounded: a thread keeps at most maxListed artifacts in resources/list,
+// the oldest dropped first, whichever path (watch or resources/list priming) added them.
+func TestListedArtifactsBounded(t *testing.T) {
+	s := New(Jobs{})
+	ctx := context.Background()
+	uri := func(i int) string { return ArtifactURI(testThread, fmt.Sprintf("%06x", i)) }
+	for i := range maxListed + 2 {
+		data := fmt.Sprintf(`{"ref":"%06x","name":"n%d.md","type":"markdown","size":1}`, i, i)
+		s.onEvent(ctx, testThread, Event{ID: int64(i + 1), Type: "artifact.stored", Data: json.RawMessage(data)})
+	}
+	// the same artifact again (the watch replaying what priming listed) adds nothing
+	s.onEvent(ctx, testThread, Event{ID: 1, Type: "artifact.stored", Data: json.RawMessage(fmt.Sprintf(`{"ref":"%06x","name":"x","type":"markdown","size":1}`, maxListed+1))})
+	s.mu.Lock()
+	list := s.listed[testThread]
+	first, oldest, newest := s.known[uri(0)], s.known[uri(2)], s.known[uri(maxListed+1)]
+	s.mu.Unlock()
+	if len(list) != maxListed || first || !oldest || !newest || list[0] != uri(2) {
+		t.Fatalf("listed %d (want %d), first known %v, oldest kept %v, newest %v, list starts %s", len(list), maxListed, first, oldest, newest, list[0])
+	}
+}
