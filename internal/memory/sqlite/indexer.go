@@ -272,8 +272,23 @@ func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
 		return err
 	}
 	s.idx.mark.Store(mark)
+	// What a previous run left unindexed, costed as the puts cost it (indexCost).
+	rows, err := s.r.QueryContext(ctx, `SELECT type, size, name FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark)
+	if err != nil {
+		return err
+	}
 	var pending int64
-	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(`+sqlIndexCost+`), 0) FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark).Scan(&pending); err != nil {
+	for rows.Next() {
+		var typ, name string
+		var size int64
+		if err := rows.Scan(&typ, &size, &name); err != nil {
+			rows.Close()
+			return err
+		}
+		pending += indexCost(typ, size, name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return err
 	}
 	s.idx.pending.Store(pending)
@@ -552,15 +567,13 @@ const sqlIndexedContent = `CASE WHEN a.type = '` + memory.TypeBinary + `' THEN x
 
 // indexCost is what an artifact adds to the index lag: the text the indexer tokenizes (a
 // binary body is never tokenized, so binary puts neither count towards the lag nor wait
-// for it) and its name. sqlIndexCost is the same in SQL, over the artifacts table.
+// for it) and its name.
 func indexCost(typ string, size int64, name string) int64 {
 	if typ == memory.TypeBinary {
 		return int64(len(name))
 	}
 	return min(size, MaxIndexedBytes) + int64(len(name))
 }
-
-var sqlIndexCost = fmt.Sprintf(`CASE WHEN type = '%s' THEN 0 ELSE min(size, %d) END + length(name)`, memory.TypeBinary, MaxIndexedBytes)
 
 // waitIndexRoom holds a put while the index trails by more than maxIndexLag bytes (not
 // while the indexer fails: a broken index must not stop writes).
