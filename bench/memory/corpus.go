@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-	"unicode"
+
+	"github.com/relaydev/relay/internal/testsupport/realtext"
 )
 
 // corpus makes deterministic, realistic text documents: slices of this repository's own
@@ -66,19 +66,16 @@ func loadCorpus(root string) (*corpus, error) {
 	return c, nil
 }
 
-// vocabulary picks query words: words of 4+ letters ranked by frequency, skipping the
-// 50 most common (they match nearly everything) and keeping the next 2,000.
+// vocabulary picks query words (realtext.Terms) and pairs of adjacent words of 4-20 letters.
 func (c *corpus) vocabulary() {
-	count := map[string]int{}
 	var prev string
 	pairSeen := map[[2]string]bool{}
 	for _, src := range [][]byte{c.code, c.markdown} {
-		for _, w := range strings.FieldsFunc(strings.ToLower(string(src)), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		for _, w := range realtext.Words(string(src)) {
 			if len(w) < 4 || len(w) > 20 {
 				prev = ""
 				continue
 			}
-			count[w]++
 			if prev != "" && prev != w && len(c.pairs) < 20000 {
 				p := [2]string{prev, w}
 				if !pairSeen[p] {
@@ -89,18 +86,7 @@ func (c *corpus) vocabulary() {
 			prev = w
 		}
 	}
-	words := make([]string, 0, len(count))
-	for w := range count {
-		words = append(words, w)
-	}
-	sort.Slice(words, func(i, j int) bool {
-		if count[words[i]] != count[words[j]] {
-			return count[words[i]] > count[words[j]]
-		}
-		return words[i] < words[j]
-	})
-	lo, hi := min(50, len(words)), min(2050, len(words))
-	c.terms = words[lo:hi]
+	c.terms = realtext.Terms(string(c.code), string(c.markdown))
 }
 
 // kind of document i: source code, markdown or a log.

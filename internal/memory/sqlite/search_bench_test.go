@@ -7,14 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/testsupport/realtext"
 )
 
 // benchIndex puts n ~2 KB docs of Zipf-distributed words into one thread and waits for
@@ -157,30 +156,15 @@ func repoText(b *testing.B) string {
 	return sb.String()
 }
 
-// queryWords returns mid-frequency words of text (4+ letters, past the 50 most common)
-// and adjacent pairs of them, for queries that find some documents but not most.
+// queryWords returns mid-frequency words of text (realtext.Terms) and adjacent pairs of
+// them, for queries that find some documents but not most.
 func queryWords(text string) (words, pairs []string) {
-	count := map[string]int{}
-	all := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) })
-	for _, w := range all {
-		if len(w) >= 4 && len(w) <= 20 {
-			count[w]++
-		}
-	}
-	for w := range count {
-		words = append(words, w)
-	}
-	sort.Slice(words, func(i, j int) bool {
-		if count[words[i]] != count[words[j]] {
-			return count[words[i]] > count[words[j]]
-		}
-		return words[i] < words[j]
-	})
-	words = words[min(50, len(words)):min(2050, len(words))]
+	words = realtext.Terms(text)
 	mid := map[string]bool{}
 	for _, w := range words {
 		mid[w] = true
 	}
+	all := realtext.Words(text)
 	for i := 1; i < len(all) && len(pairs) < 5000; i++ {
 		if mid[all[i-1]] && mid[all[i]] && all[i-1] != all[i] {
 			pairs = append(pairs, all[i-1]+" "+all[i])
