@@ -11,18 +11,17 @@ import (
 	"strings"
 
 	"github.com/relaydev/relay/internal/ask"
+	"github.com/relaydev/relay/internal/ask/ledger"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/safeopen"
 )
 
-// EventAskAnswered is the event an ask with a thread appends for each answer, and
-// EventAskFailed the one for each friend that failed: with the friend, model, duration,
-// tokens and cost (or the failure's kind), they are the thread's ledger (relay report).
+// The events an ask with a thread appends (the thread's ledger, see ledger.EventAnswered).
 const (
-	EventAskAnswered = "ask.answered"
-	EventAskFailed   = "ask.failed"
+	EventAskAnswered = ledger.EventAnswered
+	EventAskFailed   = ledger.EventFailed
 )
 
 // askAuthor is the created_by of what an ask stores in a thread.

@@ -37,6 +37,14 @@ type Row struct {
 	Reported int `json:"usage_reported"`
 }
 
+// EventAnswered is the thread event relay ask appends for each answer and EventFailed the
+// one for each friend that failed: with the friend, model, duration, tokens and cost (or
+// the failure's kind) they are a thread's ledger, read back by relay report.
+const (
+	EventAnswered = "ask.answered"
+	EventFailed   = "ask.failed"
+)
+
 // Cells are a row's figures as a table shows them: "-" where nothing was reported, failures
 // as "N kind" sorted, latencies as durations.
 type Cells struct {

@@ -9,13 +9,6 @@ import (
 	"github.com/relaydev/relay/internal/memory"
 )
 
-// The events relay ask appends for each friend it asked (internal/workspace): they are
-// the thread's ledger, summed the way relay stats --friends sums the machine's.
-const (
-	eventAskAnswered = "ask.answered"
-	eventAskFailed   = "ask.failed"
-)
-
 // maxLedgerName bounds a friend or model name read from an event: event data is what any
 // writer of the thread sent.
 const maxLedgerName = 64
@@ -25,7 +18,7 @@ const maxLedgerName = 64
 func Friends(events []memory.Event) []ledger.Row {
 	var entries []ledger.Entry
 	for _, e := range events {
-		if e.Type != eventAskAnswered && e.Type != eventAskFailed {
+		if e.Type != ledger.EventAnswered && e.Type != ledger.EventFailed {
 			continue
 		}
 		var d struct {
@@ -40,10 +33,10 @@ func Friends(events []memory.Event) []ledger.Row {
 		if json.Unmarshal(e.Data, &d) != nil || d.Backend == "" || len(d.Backend) > maxLedgerName || len(d.Model) > maxLedgerName || d.DurationMS < 0 {
 			continue
 		}
-		if e.Type == eventAskFailed && d.Failure == "" {
+		if e.Type == ledger.EventFailed && d.Failure == "" {
 			d.Failure = "failed"
 		}
-		if e.Type == eventAskAnswered {
+		if e.Type == ledger.EventAnswered {
 			d.Failure = ""
 		}
 		if len(d.Failure) > maxLedgerName {
