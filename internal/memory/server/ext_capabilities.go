@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/relaydev/relay/internal/lowprio"
 	"io"
 	"net/http"
 	"os"
@@ -512,7 +513,7 @@ func (x *capExt) savedNow(ctx context.Context, id string) (int64, bool, error) {
 
 // refreshSaved computes the figures savedNow queued, one thread at a time, until done closes.
 func (x *capExt) refreshSaved(done <-chan struct{}) {
-	lowerPriority()
+	lowprio.Thread(10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-done; cancel() }()

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relaydev/relay/internal/lowprio"
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -59,6 +60,8 @@ const (
 	searchWait = 30 * time.Second
 	// SearchDBFile is the search index's file in the store's directory.
 	SearchDBFile = "search.db"
+	// indexNice is the indexer thread's nice value: puts and searches get the CPU first.
+	indexNice = 19
 )
 
 // searchSchemaVersion is search.db's layout (PRAGMA user_version); a file of another
@@ -354,6 +357,7 @@ func artifactText(token, ref string) (string, error) {
 func (s *SQLite) runIndexer() {
 	x := s.idx
 	defer close(x.done)
+	lowprio.Thread(indexNice)
 	for {
 		select {
 		case <-x.kick:
