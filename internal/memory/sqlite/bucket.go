@@ -66,7 +66,7 @@ func (s *SQLite) PutArtifactBody(ctx context.Context, id string, p memory.PutArt
 		return memory.Artifact{}, err
 	}
 	if a.Provenance.Capability != memory.SearchCapability && typ != memory.TypeBinary {
-		if err := s.waitIndexRoom(ctx); err != nil {
+		if err := s.waitIndexRoom(ctx, id); err != nil {
 			return memory.Artifact{}, err
 		}
 	}

@@ -31,8 +31,8 @@ import (
 // written with synchronous=NORMAL (no fsync per index commit; a power loss rolls the mark
 // back and the lost tail is indexed again). A search first waits until the indexer passed
 // the thread's last put (waitIndexed), so a caller always finds what it stored before it
-// searched. Puts of text wait while more than maxIndexLag bytes are unindexed, which
-// bounds that wait.
+// searched. Puts of text wait while more than maxThreadIndexLag bytes of their thread, or
+// maxIndexLag bytes in all, are unindexed, which bounds that wait.
 
 const (
 	// A search waits for the batch in flight before its own thread's, so a batch stays
@@ -46,16 +46,20 @@ const (
 	// indexer's CPU there (gathering: 13 % less CPU for 3,000 2 KB puts, BenchmarkPutArtifact2KB).
 	// A search never waits for it: it asks for its thread at once.
 	indexCoalesce = 25 * time.Millisecond
-	// maxIndexLag bounds how far the index trails the puts, in the bytes it has to
-	// tokenize: past it a text put waits for the indexer (backpressure). This pure-Go FTS5
-	// indexes 8-13 MB/s on one core of a 2-core machine, a tenth of the rate one
-	// connection can put 100 KB texts at, so the bound is what a burst can put at full
-	// speed: 128 MB takes 10-16 s to index, the longest a search waits for its own
-	// thread's puts (a search's thread is indexed first, so other threads' backlog never
-	// delays it). Past the bound, puts run at the indexing rate.
-	maxIndexLag = 128 << 20
+	// maxThreadIndexLag bounds how far a thread's index trails its puts, in the bytes it
+	// has to tokenize: past it a text put to the thread waits for the indexer
+	// (backpressure). This pure-Go FTS5 indexes 8-13 MB/s on one core of a 2-core machine,
+	// a tenth of the rate one connection can put 100 KB texts at, so the bound is what a
+	// burst can put at full speed: 128 MB takes 10-16 s to index, the longest a search
+	// waits for its own thread's puts (a search's thread is indexed first, so other
+	// threads' backlog never delays it).
+	maxThreadIndexLag = 128 << 20
+	// maxIndexLag bounds the backlog of all threads together, so the index catches up
+	// within a minute of a burst (and of a restart that finds one) however many threads it
+	// spread over. Past either bound, puts run at the indexing rate.
+	maxIndexLag = 512 << 20
 	// searchWait bounds how long a search waits for the indexer to reach its thread; past
-	// it the search answers from the index as it is. It is above the time maxIndexLag
+	// it the search answers from the index as it is. It is above the time maxThreadIndexLag
 	// takes to index, so read-your-writes holds under any load the bound admits.
 	searchWait = 30 * time.Second
 	// SearchDBFile is the search index's file in the store's directory.
@@ -116,11 +120,42 @@ type indexer struct {
 	lastErr  error            // of the last batch: while set, puts are not held back
 	prefer   map[string]int   // threads searches are waiting for, indexed first
 	ahead    map[string]int64 // thread → rowid through which it was indexed ahead of mark
+	behind   map[string]int64 // thread → its part of pending (threads with none are absent)
 }
 
 func newIndexer() *indexer {
 	return &indexer{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		progress: make(chan struct{}), prefer: map[string]int{}, ahead: map[string]int64{}}
+		progress: make(chan struct{}), prefer: map[string]int{}, ahead: map[string]int64{}, behind: map[string]int64{}}
+}
+
+// added counts bytes a put of thread left to index.
+func (x *indexer) added(thread string, n int64) {
+	x.pending.Add(n)
+	x.mu.Lock()
+	x.behind[thread] += n
+	x.mu.Unlock()
+}
+
+// indexed takes bytes the indexer tokenized off the counts.
+func (x *indexer) indexed(thread string, n int64) {
+	x.pending.Add(-n)
+	x.mu.Lock()
+	if left := x.behind[thread] - n; left > 0 {
+		x.behind[thread] = left
+	} else {
+		delete(x.behind, thread)
+	}
+	x.mu.Unlock()
+}
+
+// lagging reports whether a text put to thread must wait for the indexer, and the channel
+// the indexer closes at its next commit. Not while the indexer fails: a broken index must
+// not stop writes.
+func (x *indexer) lagging(thread string) (bool, <-chan struct{}) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	over := x.pending.Load() > maxIndexLag || x.behind[thread] > maxThreadIndexLag
+	return over && x.lastErr == nil, x.progress
 }
 
 // preferred returns a thread a search is waiting for, if any.
@@ -278,25 +313,23 @@ func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
 	}
 	s.idx.mark.Store(mark)
 	// What a previous run left unindexed, costed as the puts cost it (indexCost).
-	rows, err := s.r.QueryContext(ctx, `SELECT type, size, name FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark)
+	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, type, size, name FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark)
 	if err != nil {
 		return err
 	}
-	var pending int64
 	for rows.Next() {
-		var typ, name string
+		var thread, typ, name string
 		var size int64
-		if err := rows.Scan(&typ, &size, &name); err != nil {
+		if err := rows.Scan(&thread, &typ, &size, &name); err != nil {
 			rows.Close()
 			return err
 		}
-		pending += indexCost(typ, size, name)
+		s.idx.added(thread, indexCost(typ, size, name))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	s.idx.pending.Store(pending)
 	for _, q := range []string{sqlNextSeq, sqlIndexDoc, sqlIndexRow, sqlIndexMark, sqlIndexed} {
 		st, err := xw.PrepareContext(ctx, q)
 		if err != nil {
@@ -469,9 +502,12 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		return s.indexBatch(ctx, "") // the preferred thread is done; go on with the rest
 	}
 	if len(docs) == 0 {
-		// Caught up. The byte count is kept by hand (puts add, batches subtract); squaring it
-		// here stops drift, at worst forgetting a put that committed during this read.
+		// Caught up. The byte counts are kept by hand (puts add, batches subtract); squaring
+		// them here stops drift, at worst forgetting a put that committed during this read.
+		s.idx.mu.Lock()
 		s.idx.pending.Store(0)
+		clear(s.idx.behind)
+		s.idx.mu.Unlock()
 		return 0, nil
 	}
 	tx, err := s.xw.BeginTx(ctx, nil)
@@ -480,7 +516,7 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	}
 	defer tx.Rollback()
 	st := func(q string) *sql.Stmt { return tx.StmtContext(ctx, s.xstmts[q]) }
-	var bytes int64
+	tokenized := map[string]int64{} // thread → bytes this batch indexes
 	for i, d := range docs {
 		var done int
 		if err := st(sqlIndexed).QueryRowContext(ctx, d.rowid).Scan(&done); err != nil {
@@ -500,7 +536,7 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		if _, err := st(sqlIndexRow).ExecContext(ctx, lo+seq, d.name, bodies[i], d.typ); err != nil {
 			return 0, fmt.Errorf("index artifact: %w", err)
 		}
-		bytes += indexCost(d.typ, d.size, d.name)
+		tokenized[d.threadID] += indexCost(d.typ, d.size, d.name)
 	}
 	last := docs[len(docs)-1].rowid
 	if thread == "" {
@@ -525,7 +561,9 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		s.idx.ahead[thread] = last
 		s.idx.mu.Unlock()
 	}
-	s.idx.pending.Add(-bytes)
+	for t, n := range tokenized {
+		s.idx.indexed(t, n)
+	}
 	return len(docs), nil
 }
 
@@ -581,14 +619,12 @@ func indexCost(typ string, size int64, name string) int64 {
 	return min(size, MaxIndexedBytes) + int64(len(name))
 }
 
-// waitIndexRoom holds a put while the index trails by more than maxIndexLag bytes (not
-// while the indexer fails: a broken index must not stop writes).
-func (s *SQLite) waitIndexRoom(ctx context.Context) error {
-	for s.idx.pending.Load() > maxIndexLag {
-		s.idx.mu.Lock()
-		ch, failing := s.idx.progress, s.idx.lastErr != nil
-		s.idx.mu.Unlock()
-		if failing || s.idx.pending.Load() <= maxIndexLag {
+// waitIndexRoom holds a text put to thread while its index trails by more than
+// maxThreadIndexLag bytes, or all threads' by more than maxIndexLag.
+func (s *SQLite) waitIndexRoom(ctx context.Context, thread string) error {
+	for {
+		wait, ch := s.idx.lagging(thread)
+		if !wait {
 			return nil
 		}
 		s.idx.wake()
@@ -600,7 +636,6 @@ func (s *SQLite) waitIndexRoom(ctx context.Context) error {
 			return errClosed
 		}
 	}
-	return nil
 }
 
 // IndexPending reports how many artifacts wait for the search index (stats, doctor).

@@ -45,12 +45,13 @@ func TestPutsDoNotWaitForTheIndexer(t *testing.T) {
 	}
 }
 
-// TestIndexLagHoldsPuts: past maxIndexLag unindexed bytes a put waits for the indexer (here
-// until its deadline, the indexer being held), and goes through once the index catches up.
+// TestIndexLagHoldsPuts: past maxThreadIndexLag unindexed bytes of its thread, or
+// maxIndexLag bytes in all, a text put waits for the indexer (here until its deadline, the
+// indexer being held), and goes through once the index catches up.
 func TestIndexLagHoldsPuts(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
-	tid := newThread(t, st)
+	tid, other := newThread(t, st), newThread(t, st)
 	tx, err := st.xw.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,20 +60,31 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 	if _, err := tx.Exec(`UPDATE progress SET done = done`); err != nil {
 		t.Fatal(err)
 	}
-	// One artifact to index, so the indexer is stuck on the held writer, and a count past the bound.
-	put(t, st, tid, "first.md", "markdown", "first")
-	st.idx.pending.Store(maxIndexLag + 1)
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	_, err = st.PutArtifact(short, tid, memory.PutArtifactParams{Name: "held.md", Type: "markdown", Content: []byte("held")})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("put past the lag bound: %v, want it held until its deadline", err)
+	held := func(thread, what string) {
+		t.Helper()
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := st.PutArtifact(short, thread, memory.PutArtifactParams{Name: "held.md", Type: "markdown", Content: []byte("held")})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("put %s: %v, want it held until its deadline", what, err)
+		}
 	}
+	// One artifact to index, so the indexer is stuck on the held writer, and the thread's
+	// count past its bound: its puts wait, another thread's go through.
+	put(t, st, tid, "first.md", "markdown", "first")
+	st.idx.added(tid, maxThreadIndexLag)
+	held(tid, "to a thread past its lag bound")
+	bounded, cancelBounded := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelBounded()
+	if _, err := st.PutArtifact(bounded, other, memory.PutArtifactParams{Name: "other.md", Type: "markdown", Content: []byte("other")}); err != nil {
+		t.Fatalf("put to a thread within its bound while another is past its own: %v, want it through at once", err)
+	}
+	// Past the bound of all threads together, every text put waits.
+	st.idx.added(other, maxIndexLag)
+	held(other, "past the lag bound of all threads")
 	// A binary body is never tokenized: its put neither waits for the index nor adds its
 	// size to the lag, and its name is still found once the index catches up.
 	before := st.idx.pending.Load()
-	bounded, cancelBounded := context.WithTimeout(ctx, 10*time.Second)
-	defer cancelBounded()
 	if _, err := st.PutArtifact(bounded, tid, memory.PutArtifactParams{Name: "blob.bin", Type: memory.TypeBinary, Content: make([]byte, 100<<10)}); err != nil {
 		t.Fatalf("binary put past the lag bound: %v, want it through at once", err)
 	}

@@ -857,7 +857,7 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
 	// Search result lists are never indexed; binary bodies add almost nothing to index.
 	if p.Capability != memory.SearchCapability && typ != memory.TypeBinary {
-		if err := s.waitIndexRoom(ctx); err != nil {
+		if err := s.waitIndexRoom(ctx, id); err != nil {
 			return memory.Artifact{}, err
 		}
 	}
@@ -927,7 +927,7 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 			s.mirror.event(ev)
 			s.broker.Notify(id)
 			if indexed {
-				s.idx.pending.Add(indexCost(a.Type, a.Size, a.Name))
+				s.idx.added(id, indexCost(a.Type, a.Size, a.Name))
 				s.idx.wake()
 			}
 		}, nil
