@@ -3,6 +3,7 @@ package jsonstream
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -216,4 +217,18 @@ func FuzzFilter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPlain8 checks the eight-byte test against the byte table for every byte value in
+// every position.
+func TestPlain8(t *testing.T) {
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			if got, want := plain8(binary.LittleEndian.Uint64(w)), plain[c]; got != want {
+				t.Fatalf("byte %#x at %d: plain8 = %v, the table says %v", c, pos, got, want)
+			}
+		}
+	}
 }
