@@ -267,9 +267,12 @@ type Provenance struct {
 
 // PutArtifactParams are the inputs of PutArtifact. Type is detected when empty.
 type PutArtifactParams struct {
-	Name       string
-	Type       string
-	Content    []byte
+	Name    string
+	Type    string
+	Content []byte
+	// Sum is Content's sha256 in hex when the caller has it already (an upload hashed as it
+	// was read); empty, the store computes it.
+	Sum        string
 	CreatedBy  string
 	Capability string
 	SourceRefs []string

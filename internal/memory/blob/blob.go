@@ -249,9 +249,19 @@ var ErrTooLarge = errors.New("body too large")
 // Spool reads r (at most limit bytes, else ErrTooLarge) into a Body; above threshold bytes it
 // goes to a temporary file in dir ("" = os.TempDir()). Close the Body to remove the file.
 func Spool(r io.Reader, limit, threshold int64, dir string) (*Body, error) {
+	return SpoolSized(r, limit, threshold, dir, 0)
+}
+
+// SpoolSized is Spool for a body expected to be about size bytes (a request's
+// Content-Length): its memory is allocated once instead of doubled up to the size, which for
+// a 100 KB upload was ten allocations and twice its bytes copied.
+func SpoolSized(r io.Reader, limit, threshold int64, dir string, size int64) (*Body, error) {
 	h := sha256.New()
 	b := &Body{}
 	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(min(size, threshold)) + bytes.MinRead)
+	}
 	n, err := io.Copy(io.MultiWriter(&buf, h), io.LimitReader(r, threshold+1))
 	if err != nil {
 		return nil, err

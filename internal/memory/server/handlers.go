@@ -394,6 +394,7 @@ func (s *Server) handlePutArtifact(w http.ResponseWriter, r *http.Request) error
 		if p.Content, err = body.Bytes(); err != nil {
 			return err
 		}
+		p.Sum = body.Sum
 	} else if sp, ok := s.store.(streamingStore); ok && sp.StreamsBodies() {
 		// A raw upload to a store that streams: hashed while read, held in memory up to
 		// spoolThreshold and in a temporary file above it, never whole in memory.

@@ -35,15 +35,22 @@ func (s *Server) readJSONUpload(w http.ResponseWriter, r *http.Request, p *memor
 		}
 	}
 	var tooLarge bool
+	var badBase64 error
 	f := jsonstream.NewFilter(http.MaxBytesReader(w, r.Body, jsonUploadLimit(limit)), []string{"content", "content_base64"},
 		func(field string, value io.Reader) error {
-			max := limit
+			// The string is at most as long as the request; base64 decodes to 3/4 of it, as
+			// the body is read (the text is never held).
+			size := r.ContentLength
 			if field == "content_base64" {
-				max = 2*limit + 4 // the text; its decoded bytes are held to limit below
+				value, size = base64.NewDecoder(base64.StdEncoding, value), size/4*3
 			}
-			b, err := blob.Spool(value, max, spoolThreshold, "")
-			if errors.Is(err, blob.ErrTooLarge) {
+			b, err := blob.SpoolSized(value, limit, spoolThreshold, "", size)
+			var ce base64.CorruptInputError
+			switch {
+			case errors.Is(err, blob.ErrTooLarge):
 				tooLarge = true
+			case field == "content_base64" && (errors.As(err, &ce) || errors.Is(err, io.ErrUnexpectedEOF)):
+				badBase64 = err
 			}
 			if err != nil {
 				return err
@@ -68,34 +75,22 @@ func (s *Server) readJSONUpload(w http.ResponseWriter, r *http.Request, p *memor
 		switch {
 		case tooLarge:
 			return nil, &memory.TooLargeError{What: "the artifact", Limit: limit}
+		case badBase64 != nil:
+			return nil, badRequest("content_base64 is not valid base64: %v", badBase64)
 		case errors.As(err, &se):
 			se.Offset = f.Offset(se.Offset)
 		}
 		return nil, jsonError(err)
 	}
 	p.Name, p.Type, p.CreatedBy, p.Capability, p.SourceRefs = in.Name, in.Type, in.CreatedBy, in.Capability, in.SourceRefs
-	content, text := spools["content"], spools["content_base64"]
 	switch {
 	case in.Content != nil && in.ContentBase64 != nil:
 		closeAll()
 		return nil, badRequest("send either content or content_base64, not both")
 	case in.Content != nil:
-		text.Close()
-		return content, nil
+		return spools["content"], nil
 	case in.ContentBase64 != nil:
-		content.Close()
-		defer text.Close()
-		b, err := blob.Spool(base64.NewDecoder(base64.StdEncoding, text.Reader()), limit, spoolThreshold, "")
-		var ce base64.CorruptInputError
-		switch {
-		case errors.Is(err, blob.ErrTooLarge):
-			return nil, &memory.TooLargeError{What: "the artifact", Limit: limit}
-		case errors.As(err, &ce), errors.Is(err, io.ErrUnexpectedEOF):
-			return nil, badRequest("content_base64 is not valid base64: %v", err)
-		case err != nil:
-			return nil, err
-		}
-		return b, nil
+		return spools["content_base64"], nil
 	}
 	closeAll()
 	return nil, badRequest("JSON artifact upload needs content (text) or content_base64; or send the raw bytes with Content-Type: application/octet-stream")

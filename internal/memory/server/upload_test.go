@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
@@ -56,8 +58,8 @@ func TestJSONUploadStreams(t *testing.T) {
 					t.Fatalf("upload: %d %.300s", code, b)
 				}
 				var art struct {
-					Ref, Name  string
-					Provenance struct {
+					Ref, Name, Hash string
+					Provenance      struct {
 						CreatedBy string `json:"created_by"`
 					}
 				}
@@ -66,6 +68,9 @@ func TestJSONUploadStreams(t *testing.T) {
 				want := content + map[string]string{"after.md": "after", "b64.md": "b64"}[art.Name]
 				if code != 200 || string(got) != want {
 					t.Fatalf("%s read back: %d, %d bytes, want %d", art.Name, code, len(got), len(want))
+				}
+				if sum := sha256.Sum256([]byte(want)); art.Hash != hex.EncodeToString(sum[:]) {
+					t.Fatalf("%s hash %s, want the sha256 of its decoded content", art.Name, art.Hash)
 				}
 				if art.Name == "after.md" && art.Provenance.CreatedBy != "agent-a" {
 					t.Fatalf("metadata after the content was lost: %+v", art)
@@ -93,6 +98,9 @@ func TestJSONUploadErrors(t *testing.T) {
 		{"both", `{"content":"a","content_base64":"AA=="}`, 400, "send either content or content_base64, not both"},
 		{"neither", `{"name":"x"}`, 400, "JSON artifact upload needs content"},
 		{"bad base64", `{"content_base64":"!!"}`, 400, "content_base64 is not valid base64"},
+		{"base64 cut short", `{"content_base64":"QUJ"}`, 400, "content_base64 is not valid base64"},
+		{"bad base64 late", `{"content_base64":"` + strings.Repeat("QUJD", spoolThreshold/2) + `!"}`, 400, "content_base64 is not valid base64"},
+		{"base64 too large", `{"content_base64":"` + strings.Repeat("QUJD", MaxArtifactBody/3+1) + `"}`, 413, "the artifact is larger than the limit of"},
 		{"wrong type", `{"content":5}`, 400, `must be string, got number`},
 		{"too large", `{"content":"` + strings.Repeat("a", MaxArtifactBody+1) + `"}`, 413, "the artifact is larger than the limit of"},
 		{"data after", `{"content":"a"} {}`, 400, "request body has data after the JSON value"},

@@ -851,9 +851,12 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 	if err != nil {
 		return memory.Artifact{}, err
 	}
-	sum := sha256.Sum256(p.Content)
+	if p.Sum == "" {
+		sum := sha256.Sum256(p.Content)
+		p.Sum = hex.EncodeToString(sum[:])
+	}
 	a := memory.Artifact{ThreadID: id, Type: typ, Mime: memory.MimeFor(typ, p.Content), Name: p.Name, Size: int64(len(p.Content)),
-		Hash: hex.EncodeToString(sum[:]), Preview: memory.MakePreview(typ, p.Content),
+		Hash: p.Sum, Preview: memory.MakePreview(typ, p.Content),
 		Provenance: memory.Provenance{CreatedBy: p.CreatedBy, SourceRefs: refs, Capability: p.Capability}}
 	// Search result lists are never indexed; binary bodies add almost nothing to index.
 	if p.Capability != memory.SearchCapability && typ != memory.TypeBinary {
