@@ -114,6 +114,7 @@ type indexer struct {
 
 	mark    atomic.Int64 // relay.db artifact rowid up to which the index is complete
 	pending atomic.Int64 // bytes of artifacts put but not yet indexed (about)
+	waiting atomic.Int64 // and how many artifacts those are
 
 	mu       sync.Mutex
 	progress chan struct{}    // closed (and replaced) after every index commit
@@ -128,17 +129,19 @@ func newIndexer() *indexer {
 		progress: make(chan struct{}), prefer: map[string]int{}, ahead: map[string]int64{}, behind: map[string]int64{}}
 }
 
-// added counts bytes a put of thread left to index.
+// added counts an artifact of n bytes a put of thread left to index.
 func (x *indexer) added(thread string, n int64) {
 	x.pending.Add(n)
+	x.waiting.Add(1)
 	x.mu.Lock()
 	x.behind[thread] += n
 	x.mu.Unlock()
 }
 
-// indexed takes bytes the indexer tokenized off the counts.
-func (x *indexer) indexed(thread string, n int64) {
+// indexed takes docs artifacts of n bytes the indexer tokenized off the counts.
+func (x *indexer) indexed(thread string, n, docs int64) {
 	x.pending.Add(-n)
+	x.waiting.Add(-docs)
 	x.mu.Lock()
 	if left := x.behind[thread] - n; left > 0 {
 		x.behind[thread] = left
@@ -506,6 +509,7 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		// them here stops drift, at worst forgetting a put that committed during this read.
 		s.idx.mu.Lock()
 		s.idx.pending.Store(0)
+		s.idx.waiting.Store(0)
 		clear(s.idx.behind)
 		s.idx.mu.Unlock()
 		return 0, nil
@@ -516,7 +520,8 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	}
 	defer tx.Rollback()
 	st := func(q string) *sql.Stmt { return tx.StmtContext(ctx, s.xstmts[q]) }
-	tokenized := map[string]int64{} // thread → bytes this batch indexes
+	type work struct{ bytes, docs int64 }
+	tokenized := map[string]work{} // what this batch indexes, by thread
 	for i, d := range docs {
 		var done int
 		if err := st(sqlIndexed).QueryRowContext(ctx, d.rowid).Scan(&done); err != nil {
@@ -536,7 +541,8 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		if _, err := st(sqlIndexRow).ExecContext(ctx, lo+seq, d.name, bodies[i], d.typ); err != nil {
 			return 0, fmt.Errorf("index artifact: %w", err)
 		}
-		tokenized[d.threadID] += indexCost(d.typ, d.size, d.name)
+		w := tokenized[d.threadID]
+		tokenized[d.threadID] = work{w.bytes + indexCost(d.typ, d.size, d.name), w.docs + 1}
 	}
 	last := docs[len(docs)-1].rowid
 	if thread == "" {
@@ -561,8 +567,8 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		s.idx.ahead[thread] = last
 		s.idx.mu.Unlock()
 	}
-	for t, n := range tokenized {
-		s.idx.indexed(t, n)
+	for t, w := range tokenized {
+		s.idx.indexed(t, w.bytes, w.docs)
 	}
 	return len(docs), nil
 }
@@ -638,9 +644,8 @@ func (s *SQLite) waitIndexRoom(ctx context.Context, thread string) error {
 	}
 }
 
-// IndexPending reports how many artifacts wait for the search index (stats, doctor).
+// IndexPending reports how many artifacts wait for the search index (stats, doctor): the
+// indexer's own count, so a status poll costs no scan of the artifacts.
 func (s *SQLite) IndexPending(ctx context.Context) (int, error) {
-	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, s.idx.mark.Load()).Scan(&n)
-	return n, err
+	return int(max(0, s.idx.waiting.Load())), nil
 }

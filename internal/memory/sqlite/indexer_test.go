@@ -72,6 +72,9 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 	// One artifact to index, so the indexer is stuck on the held writer, and the thread's
 	// count past its bound: its puts wait, another thread's go through.
 	put(t, st, tid, "first.md", "markdown", "first")
+	if n, err := st.IndexPending(ctx); err != nil || n != 1 {
+		t.Fatalf("IndexPending with one put held = %d, %v; want 1", n, err)
+	}
 	st.idx.added(tid, maxThreadIndexLag)
 	held(tid, "to a thread past its lag bound")
 	bounded, cancelBounded := context.WithTimeout(ctx, 10*time.Second)
