@@ -13,6 +13,10 @@ import (
 // so every query that looks a short ref up must spell it the same way.
 const shortExpr = `substr(ref, 21)`
 
+// maxCachedShorts is the largest batch SharedShorts keeps a prepared statement for (one
+// per batch size, so the cache stays bounded); a search names at most 50 hits.
+const maxCachedShorts = 64
+
 // SharedShorts implements memory.Store: which of the short refs name more than one artifact
 // of the store (one indexed query for the batch).
 func (s *SQLite) SharedShorts(ctx context.Context, shorts []string) (map[string]bool, error) {
@@ -21,7 +25,19 @@ func (s *SQLite) SharedShorts(ctx context.Context, shorts []string) (map[string]
 		for i, sh := range shorts {
 			args[i] = sh
 		}
-		rows, err := s.r.QueryContext(ctx, `SELECT `+shortExpr+` FROM artifacts WHERE `+shortExpr+` IN (?`+strings.Repeat(",?", len(shorts)-1)+`) GROUP BY 1 HAVING count(*) > 1`, args...)
+		q := `SELECT ` + shortExpr + ` FROM artifacts WHERE ` + shortExpr + ` IN (?` + strings.Repeat(",?", len(shorts)-1) + `) GROUP BY 1 HAVING count(*) > 1`
+		var rows *sql.Rows
+		var err error
+		if len(shorts) <= maxCachedShorts {
+			// a search names its hits through here: parsing the statement again cost as
+			// much as running it
+			var st *sql.Stmt
+			if st, err = s.rstmts.get(ctx, s.r, q); err == nil {
+				rows, err = st.QueryContext(ctx, args...)
+			}
+		} else {
+			rows, err = s.r.QueryContext(ctx, q, args...)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
