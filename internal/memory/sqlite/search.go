@@ -220,12 +220,6 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if len(rowids) == 0 {
 		return hits, nil
 	}
-	// All snippets from one more evaluation of the MATCH, over the hits' rowid span only
-	// (inside the ranked window, so at most MaxRanked matches): a query per hit re-ran the
-	// MATCH (and a prefix's expansion to every term it covers) ten times, most of a
-	// search's CPU. "+rowid" keeps the IN list a filter on that one walk: as a constraint,
-	// SQLite ran FTS5's xFilter once per listed rowid, each parsing the MATCH again and
-	// seeking every term in every index segment (a third of a one-term search's CPU).
 	first, last := rowids[0], rowids[0]
 	at := make(map[int64]int, len(rowids))
 	ph := "?" + strings.Repeat(",?", len(rowids)-1)
@@ -237,8 +231,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 		ids[i] = id
 	}
 	args = append(append(args, first, last), ids...)
-	srows, err := s.searchRows(ctx, `SELECT rowid, snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts
-		WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN (`+ph+`)`, args...)
+	srows, err := s.searchRows(ctx, sqlSnippets(len(rowids)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("search snippet: %w", err)
 	}
@@ -291,6 +284,18 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 		hits[i].Snippet = memory.Sanitize(highlight(snip))
 	}
 	return hits, nil
+}
+
+// sqlSnippets is the query for the snippets of n hits (arguments: the two marks, the MATCH,
+// the hits' lowest and highest rowid, then their rowids): one more evaluation of the MATCH,
+// over the hits' rowid span only (inside the ranked window, so at most MaxRanked matches).
+// A query per hit re-ran the MATCH (and a prefix's expansion to every term it covers) ten
+// times, most of a search's CPU. "+rowid" keeps the IN list a filter on that one walk: as a
+// constraint, SQLite ran FTS5's xFilter once per listed rowid, each parsing the MATCH again
+// and seeking every term in every index segment (a third of a one-term search's CPU).
+func sqlSnippets(n int) string {
+	return `SELECT rowid, snippet(artifact_fts, 1, ?, ?, '…', 16) FROM artifact_fts
+		WHERE artifact_fts MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
 // stmtCache keeps statements prepared once per query text: parsing the search's

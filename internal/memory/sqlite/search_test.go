@@ -343,3 +343,66 @@ func TestShortRefLookupUsesItsIndex(t *testing.T) {
 		t.Fatalf("short ref lookup plan is %q, want it to use artifacts_short", detail)
 	}
 }
+
+// The snippets come from one walk of the MATCH over the hits' rowid range: with the hits'
+// rowids as a constraint SQLite ran FTS5's xFilter once per hit (plan "=M…"), each seeking
+// every term in every index segment again.
+func TestSnippetQueryWalksTheRangeOnce(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	rows, err := s.xr.Query(`EXPLAIN QUERY PLAN `+sqlSnippets(3), markOpen, markClose, "x", 1, 9, 1, 5, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 1 || !strings.Contains(plan[0], "VIRTUAL TABLE INDEX") || strings.Contains(plan[0], ":=") || !strings.Contains(plan[0], "><") {
+		t.Fatalf("snippet query plan is %q, want one range walk of artifact_fts (M…><, no rowid =)", plan)
+	}
+}
+
+// Each hit gets its own snippet when the hits are spread over the matches and other
+// matches lie between them: the snippet walk covers the whole span, and keeps only the hits.
+func TestSnippetsBelongToTheirHits(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	for i := range 40 {
+		body := fmt.Sprintf("marker%03d filler text about nothing in particular", i)
+		if i%3 == 0 { // the hits: "beacon" three times, in a short text
+			body = fmt.Sprintf("marker%03d beacon beacon beacon", i)
+		} else if i%3 == 1 { // matches between the hits, ranked below them
+			body = fmt.Sprintf("marker%03d beacon once, then a long stretch of other words that dilute it", i)
+		}
+		put(t, st, tid, fmt.Sprintf("doc%03d.txt", i), "text", body)
+	}
+	hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "beacon", Limit: 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 14 {
+		t.Fatalf("%d hits, want 14", len(hits))
+	}
+	for i, h := range hits {
+		var n int
+		if _, err := fmt.Sscanf(h.Name, "doc%03d.txt", &n); err != nil {
+			t.Fatal(err)
+		}
+		if n%3 != 0 {
+			t.Fatalf("hit %d is %s, want the documents with three beacons first: %v", i, h.Name, refs(hits))
+		}
+		if want := fmt.Sprintf("marker%03d", n); !strings.Contains(h.Snippet, want) || !strings.Contains(h.Snippet, "**beacon**") {
+			t.Fatalf("hit %s has snippet %q, want its own text (%s) with beacon highlighted", h.Name, h.Snippet, want)
+		}
+	}
+}
