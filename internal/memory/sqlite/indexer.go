@@ -522,6 +522,16 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	st := func(q string) *sql.Stmt { return tx.StmtContext(ctx, s.xstmts[q]) }
 	type work struct{ bytes, docs int64 }
 	tokenized := map[string]work{} // what this batch indexes, by thread
+	type row struct {
+		rowid      int64
+		name, body string
+		ty         string
+	}
+	var fts []row
+	// The plain tables are written first and the FTS5 rows after them: a write that opens a
+	// statement savepoint (the upsert of fts_threads) makes FTS5 flush what it holds in
+	// memory as a segment of its own, so interleaved, every artifact became a segment and
+	// merging them cost more than tokenizing (2 KB texts indexed 1.6x faster in this order).
 	for i, d := range docs {
 		var done int
 		if err := st(sqlIndexed).QueryRowContext(ctx, d.rowid).Scan(&done); err != nil {
@@ -538,9 +548,7 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 		if _, err := st(sqlIndexDoc).ExecContext(ctx, lo+seq, d.rowid, d.ref, d.name, d.typ); err != nil {
 			return 0, fmt.Errorf("index artifact: %w", err)
 		}
-		if _, err := st(sqlIndexRow).ExecContext(ctx, lo+seq, d.name, bodies[i], d.typ); err != nil {
-			return 0, fmt.Errorf("index artifact: %w", err)
-		}
+		fts = append(fts, row{lo + seq, d.name, bodies[i], d.typ})
 		w := tokenized[d.threadID]
 		tokenized[d.threadID] = work{w.bytes + indexCost(d.typ, d.size, d.name), w.docs + 1}
 	}
@@ -548,6 +556,11 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	if thread == "" {
 		if _, err := st(sqlIndexMark).ExecContext(ctx, last); err != nil {
 			return 0, fmt.Errorf("index artifacts: %w", err)
+		}
+	}
+	for _, r := range fts {
+		if _, err := st(sqlIndexRow).ExecContext(ctx, r.rowid, r.name, r.body, r.ty); err != nil {
+			return 0, fmt.Errorf("index artifact: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
