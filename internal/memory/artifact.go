@@ -27,8 +27,10 @@ var injection = sync.OnceValue(func() *regexp.Regexp {
 
 // injectionHints are lower-case pieces every injection phrase contains, one of them at
 // least; they avoid the letters k and s, whose case folds include non-ASCII runes
-// (K, ſ) that the regexp matches but strings.ToLower does not map to k and s.
-var injectionHints = []string{"ignore", "regard", "<|", "t]", "###"}
+// (K, ſ) that the regexp matches but strings.ToLower does not map to k and s. The
+// ignore/disregard phrases are hinted by their "instructions", not by the verbs, which
+// are common in source and notes (the regexp then ran on most 2 KB puts).
+var injectionHints = []string{"truction", "<|", "t]", "###"}
 
 // Sanitize replaces every prompt-injection phrase in s with [SANITIZED]. Text without any
 // hint skips the regexp, which cost ~0.1 ms per KB on every artifact put.
