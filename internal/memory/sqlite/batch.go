@@ -265,6 +265,7 @@ var hotStatements = []string{
 	`UPDATE threads SET artifact_count = artifact_count + 1 WHERE id = ?`,
 	sqlInsertArtifact,
 	sqlArtifactByHash,
+	sqlShortTaken,
 	sqlSavepoint,
 	sqlRollbackTo,
 	sqlRelease,

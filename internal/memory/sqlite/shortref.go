@@ -49,9 +49,13 @@ func (s *SQLite) SharedShorts(ctx context.Context, shorts []string) (map[string]
 // already has; tx is the put's write transaction, so no other put can take it meanwhile.
 func (s *SQLite) shortTaken(ctx context.Context, tx *sql.Tx, ref string) (bool, error) {
 	var n int
-	err := s.queryRow(ctx, tx, `SELECT count(*) FROM artifacts WHERE `+shortExpr+` = ?`, memory.Short(ref)).Scan(&n)
+	err := s.queryRow(ctx, tx, sqlShortTaken, memory.Short(ref)).Scan(&n)
 	return n > 0, err
 }
+
+// sqlShortTaken counts the artifacts with a short ref (every put asks, so it is prepared
+// once: parsing it cost more than the lookup).
+const sqlShortTaken = `SELECT count(*) FROM artifacts WHERE ` + shortExpr + ` = ?`
 
 // sqlShortInThread finds a thread's artifacts by short ref. "+thread_id" keeps SQLite
 // from walking the thread's whole artifacts_thread range (its choice without statistics:
