@@ -60,11 +60,15 @@ type SQLite struct {
 	broker   memory.Broker
 	now      func() time.Time
 
-	wmu   sync.Mutex // held by the writer running a batch (batch.go)
-	qmu   sync.Mutex
-	queue []*writeReq // writes waiting for the next batch
-	shut  bool        // under wmu: Close refuses further writes
-	stmts map[string]*sql.Stmt
+	wmu     sync.Mutex // held by the writer running a batch (batch.go)
+	qmu     sync.Mutex
+	queue   []*writeReq // writes waiting for the next batch (under qmu)
+	leading bool        // under qmu: a writer leads (batch.go); set whenever queue is non-empty
+	shut    bool        // under wmu: Close refuses further writes
+	// batches and batchedOps count the write batches and the ops they ran (benchmarks
+	// report ops per batch: how well group commit shares fsyncs).
+	batches, batchedOps atomic.Int64
+	stmts               map[string]*sql.Stmt
 	// syncMode is the store's synchronous setting; commitSync, under wmu, what the writer
 	// connection has now (batch.go lowers it for deferred writes).
 	syncMode, commitSync string
