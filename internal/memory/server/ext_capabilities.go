@@ -174,6 +174,9 @@ func (x *capExt) tokens() (*tokens.Cache, error) {
 	x.tokOnce.Do(func() {
 		c, err := tokens.New(tokens.Default)
 		x.tok, x.tokErr = tokens.NewCache(c), err
+		if err == nil {
+			reserveMemory(tokens.Resident(tokens.Default))
+		}
 	})
 	return x.tok, x.tokErr
 }

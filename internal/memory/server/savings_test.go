@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/tokens"
 )
 
 // TestOneSavingsFigure: the header's m.saved, GET /threads/{id} and /stats state the same
@@ -101,5 +103,28 @@ func TestHeaderAnswersLastSavingsFigure(t *testing.T) {
 	now := int64(thr["metrics"].(map[string]any)["tokens_avoided"].(float64))
 	if now <= first || stale != first && stale != now {
 		t.Fatalf("after a second artifact: header %d, thread %d, first figure %d", stale, now, first)
+	}
+}
+
+// The token vocabulary the savings figure loads is resident for good: it raises the soft
+// memory limit the daemon set instead of eating its headroom, and leaves a user's
+// GOMEMLIMIT (no limit set by the daemon) alone.
+func TestReserveMemory(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetMemoryLimit(prev)
+		limitMu.Lock()
+		limitSet = false
+		limitMu.Unlock()
+	})
+	reserveMemory(1 << 20)
+	if got := debug.SetMemoryLimit(-1); got != prev {
+		t.Fatalf("limit %d after a reservation with no daemon limit, want it unchanged (%d)", got, prev)
+	}
+	LimitMemory()
+	reserveMemory(tokens.Resident(tokens.Default))
+	if got, want := debug.SetMemoryLimit(-1), int64(daemonMemoryLimit)+tokens.Resident(tokens.Default); got != want {
+		t.Fatalf("limit %d after reserving the vocabulary, want %d", got, want)
 	}
 }
