@@ -537,7 +537,7 @@ func (r *run) sustained(corp *corpus) (string, error) {
 	m := <-sampled
 	r.set("index_lag_max_mb", m[0]/1e6)
 	r.set("index_lag_max_docs", m[1])
-	fmt.Printf("index lag:         at most %.1f MB (%.0f artifacts) unindexed during the %v of sustained ingestion (bound: 128 MB)\n", m[0]/1e6, m[1], time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("index lag:         at most %.1f MB (%.0f artifacts) unindexed during the %v of sustained ingestion (bound: 128 MB per thread, 512 MB in all)\n", m[0]/1e6, m[1], time.Since(t0).Round(time.Millisecond))
 	return sid, nil
 }
 

@@ -55,7 +55,7 @@ func printTable(files []string) error {
 		{"100 KB binary puts/s, 1 conn / 8 conns (no indexing)", num("relay", "%.0f", "put_100k_bin_c1_per_s", "put_100k_bin_c8_per_s"), "≥ older daemon (543/s)", "relay"},
 		{"2 KB text puts/s, 1 conn / 8 conns (10k load)", num("relay", "%.0f", "put_2k_c1_per_s", "put_2k_c8_per_s"), "≥ older daemon (1,262/s)", "relay"},
 		{"sustained: 10k × 2 KB then 1k × 100 KB puts/s (the 100 KB part)", num("relay", "%.0f", "sustain_100k_per_s"), "≥ older daemon", "relay"},
-		{"  index lag during it, max MB / artifacts", num("relay", "%.1f", "index_lag_max_mb") + " / " + num("relay", "%.0f", "index_lag_max_docs"), "bounded: 128 MB", "relay"},
+		{"  index lag during it, max MB / artifacts", num("relay", "%.1f", "index_lag_max_mb") + " / " + num("relay", "%.0f", "index_lag_max_docs"), "bounded: 128 MB a thread, 512 MB in all", "relay"},
 		{"  first search after it (index catch-up), ms", num("relay", "%.0f", "index_drain_ms"), "", "relay"},
 		{"search p99 ms at 10k: one / two / phrase / miss", num("relay", "%.1f", "search_one_p99_ms_10k", "search_two_p99_ms_10k", "search_phrase_p99_ms_10k", "search_miss_p99_ms_10k"), "≤ 5 ms", "relay"},
 		{"search p99 ms at 100k: one / two / phrase / miss", num("relay", "%.1f", "search_one_p99_ms_100k", "search_two_p99_ms_100k", "search_phrase_p99_ms_100k", "search_miss_p99_ms_100k"), "≤ 10 ms", "relay"},
