@@ -1,0 +1,168 @@
+package mcp_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relaydev/relay/internal/mcp"
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/backend"
+	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/relaydev/relay/internal/testsupport/realtext"
+)
+
+// loopProfile writes a CPU profile of BenchmarkSearchCall1kNotes' timed calls alone:
+// go test -run '^$' -bench SearchCall1kNotes ./internal/mcp -args -searchprofile /tmp/search.prof
+var loopProfile = flag.String("searchprofile", "", "BenchmarkSearchCall1kNotes: write a CPU profile of the timed searches alone to this file")
+
+// BenchmarkSearchCall1kNotes is one memory search as an agent makes it, end to end in one
+// process: the SDK client calls read op=search, relay's MCP server (wired as relay mcp
+// wires it) posts /cap/invoke to a real daemon handler over loopback HTTP, and the daemon
+// runs retrieval.search on a SQLite store (full sync, the daemon's default) holding 1,000
+// notes of ~2 KB of real text (slices of this repository's Go and Markdown files). Every
+// query is new (no cache hit), so each call pays the search, its result artifact and its
+// bookkeeping. bench/mcp times the same call across the real processes; this one is for
+// profiles (-cpuprofile) and CPU per call on a shared machine (cpu-ns/op: client, MCP
+// layer and daemon together).
+func BenchmarkSearchCall1kNotes(b *testing.B) {
+	const notes = 1000
+	text := moduleText(b)
+	terms := realtext.Terms(text)
+	home := b.TempDir()
+	ctx := context.Background()
+	st, err := backend.Open(ctx, backend.Config{Home: home})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	const token = "bench-token"
+	d := server.New(server.Options{Store: st, Token: token})
+	hs := httptest.NewServer(d.Handler())
+	b.Cleanup(hs.Close)
+	b.Cleanup(d.Close)
+
+	env := map[string]string{"RELAY_URL": hs.URL, "RELAY_TOKEN": token}
+	project := b.TempDir()
+	jobs := mcp.Wire(mcp.Options{ErrOut: io.Discard, WorkDir: func() (string, error) { return project, nil },
+		Home: func() (string, error) { return home, nil }, Getenv: func(k string) string { return env[k] },
+		Environ: func() []string { return nil }, Version: "bench"})
+	sctx, cancel := context.WithCancel(ctx)
+	b.Cleanup(cancel)
+	srvT, cliT := sdk.NewInMemoryTransports()
+	go func() { _ = mcp.New(jobs).Run(sctx, srvT) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(sctx, cliT, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	call := func(args map[string]any) {
+		b.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatalf("read %v: %v %+v", args, err, res)
+		}
+	}
+	call(map[string]any{"op": "header"}) // makes the project's thread, as an agent's first call does
+	thread, err := jobs.DefaultThread(ctx, false)
+	if err != nil || thread == "" {
+		b.Fatalf("the project's thread: %q %v", thread, err)
+	}
+	for i := range notes {
+		off := (i * 7919 * 2048) % (len(text) - 2048)
+		body := fmt.Sprintf("note %04d\n", i) + strings.ToValidUTF8(text[off:off+2000], "")
+		if _, err := st.PutArtifact(ctx, thread, memory.PutArtifactParams{Name: fmt.Sprintf("note%04d.md", i), Type: memory.TypeMarkdown,
+			Content: []byte(body), CreatedBy: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	query := func(i int) string { // new every time: a cached search would skip what this measures
+		switch i % 4 {
+		case 0:
+			return terms[rng.IntN(len(terms))] + fmt.Sprintf(" OR zq%dx", i)
+		case 1:
+			return terms[rng.IntN(len(terms))] + " " + terms[rng.IntN(len(terms))]
+		case 2:
+			return fmt.Sprintf(`"note %04d"`, rng.IntN(notes))
+		default:
+			return fmt.Sprintf("zqxv%dwq", i)
+		}
+	}
+	for i := range 20 { // the first searches wait for the index to take the notes
+		call(map[string]any{"op": "search", "query": query(i)})
+	}
+	i := 20
+	if *loopProfile != "" { // -cpuprofile would mostly show the setup: 1,000 puts and their indexing
+		f, err := os.Create(*loopProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		call(map[string]any{"op": "search", "query": query(i)})
+		i++
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the CPU (user and system) this process has used: it compares runs on a shared
+// machine better than wall time does.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// moduleText is this module's Go and Markdown text, in path order (deterministic for a commit).
+func moduleText(b *testing.B) string {
+	b.Helper()
+	var sb strings.Builder
+	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == ".cache") {
+			return filepath.SkipDir
+		}
+		if ext := filepath.Ext(p); !d.IsDir() && (ext == ".go" || ext == ".md") {
+			body, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sb.Write(body)
+			sb.WriteByte('\n')
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if sb.Len() < 1<<20 {
+		b.Fatalf("only %d bytes of text under the module root", sb.Len())
+	}
+	return sb.String()
+}
