@@ -19,8 +19,33 @@ type CapabilityStore interface {
 	CacheGet(ctx context.Context, key string, now time.Time) (*CachedResult, error)
 	// CachePut stores r under key and drops expired entries and the overflow past MaxCacheEntries.
 	CachePut(ctx context.Context, key string, r CachedResult, now time.Time) error
-	RecordCall(ctx context.Context, c CapabilityCall) error
+	// RecordCall writes everything one call leaves behind in one transaction (one commit,
+	// not one per record: a search writes them on every call): the call log entry, the
+	// cache entry a miss filled (as CachePut at rec.Call.At) and rec's event and metrics
+	// for the call's thread (as AppendEvent and AddMetrics). It returns the event appended,
+	// zero when rec has none. A thread that does not exist, when rec has an event or
+	// metrics for it, is a *NotFoundError and nothing is written.
+	RecordCall(ctx context.Context, rec CallRecord) (Event, error)
 	Calls(ctx context.Context, threadID string) ([]CapabilityCall, error)
+}
+
+// CallRecord is what one capability call leaves in the store besides its result artifact.
+type CallRecord struct {
+	Call CapabilityCall
+	// Cache, when not nil, is the cache entry the call filled, stored under CacheKey.
+	Cache    *CachedResult
+	CacheKey string
+	CallEffects
+}
+
+// CallEffects is what a call adds to its thread (the daemon's cap.invoked event, the
+// header's cache hits and tokens avoided).
+type CallEffects struct {
+	// EventType "" appends no event; EventData is its data, as AppendEvent takes it.
+	EventType string
+	EventData any
+	// Metrics are added to the thread's counters; zero adds nothing.
+	Metrics Metrics
 }
 
 // MaxCacheEntries bounds the capability cache so it cannot grow without limit; the

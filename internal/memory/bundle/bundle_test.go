@@ -63,7 +63,7 @@ func fill(t *testing.T, st *sqlite.SQLite) string {
 	if err := st.AddMetrics(ctx, th.ID, memory.Metrics{CacheHits: 3, TokensAvoided: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordCall(ctx, capability.Call{ThreadID: th.ID, Capability: "retrieval.search", Args: json.RawMessage(`{"query":"zebra"}`), ArtifactRef: a.Ref, CacheHit: true, At: time.Now().UTC().Truncate(time.Microsecond)}); err != nil {
+	if _, err := st.RecordCall(ctx, memory.CallRecord{Call: capability.Call{ThreadID: th.ID, Capability: "retrieval.search", Args: json.RawMessage(`{"query":"zebra"}`), ArtifactRef: a.Ref, CacheHit: true, At: time.Now().UTC().Truncate(time.Microsecond)}}); err != nil {
 		t.Fatal(err)
 	}
 	return th.ID

@@ -81,9 +81,16 @@ type Invocation struct {
 	CacheHit    bool            `json:"cached"`
 	CacheKey    string          `json:"cache_key,omitempty"`
 	DurationMS  int64           `json:"duration_ms"`
-	// EventID is the thread event recording the call (set by OnCall in the daemon).
+	// EventID is the thread event recording the call (the event OnCall asked for).
 	EventID int64 `json:"event_id,omitempty"`
+
+	resultSize int64 // the result artifact's size, when this call stored it (sized)
+	sized      bool
 }
+
+// ResultSize is the size of the result artifact when this call stored it (a miss); ok is
+// false when it did not (a cache hit: the result is an artifact of an earlier call).
+func (inv *Invocation) ResultSize() (size int64, ok bool) { return inv.resultSize, inv.sized }
 
 // ArtifactsFunc returns artifact storage scoped to a thread and recording the capability as provenance.
 type ArtifactsFunc func(threadID, capability string) plugin.ArtifactStore
@@ -107,9 +114,11 @@ type Registry struct {
 	artifacts ArtifactsFunc
 	now       func() time.Time
 
-	// OnCall, when set, runs after every successful call (hit or miss), e.g. to append a
-	// capability.invoked event and bump the thread's header metrics.
-	OnCall func(ctx context.Context, inv *Invocation) error
+	// OnCall, when set, says what every successful call (hit or miss) adds to its thread
+	// besides the call log: the daemon's cap.invoked event and header metrics. They are
+	// written with the log (and a miss's cache entry) in one transaction, and the event's id
+	// is the invocation's EventID.
+	OnCall func(ctx context.Context, inv *Invocation) (memory.CallEffects, error)
 
 	mu          sync.Mutex
 	caps        map[string]*entry
@@ -292,7 +301,7 @@ func (r *Registry) fromCache(ctx context.Context, e *entry, threadID string, can
 		Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: c.ArtifactRef, Preview: c.Preview,
 		CacheHit: true, CacheKey: key, DurationMS: r.now().Sub(start).Milliseconds(),
 	}
-	if err := r.record(ctx, inv, canon); err != nil {
+	if err := r.record(ctx, inv, canon, nil); err != nil {
 		return nil, false, err
 	}
 	r.mu.Lock()
@@ -304,8 +313,10 @@ func (r *Registry) fromCache(ctx context.Context, e *entry, threadID string, can
 func (r *Registry) run(ctx context.Context, e *entry, threadID string, canon []byte, key string) (*Invocation, error) {
 	start := r.now()
 	var store plugin.ArtifactStore
+	var sized *sizedArtifacts
 	if r.artifacts != nil {
-		store = r.artifacts(threadID, e.cap.Name)
+		sized = &sizedArtifacts{ArtifactStore: r.artifacts(threadID, e.cap.Name)}
+		store = sized
 	}
 	res, err := e.h(ctx, &plugin.InvokeRequest{Capability: e.cap.Name, ThreadID: threadID, Args: canon, Artifacts: store})
 	if err != nil {
@@ -327,34 +338,74 @@ func (r *Registry) run(ctx context.Context, e *entry, threadID string, canon []b
 		Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: res.ArtifactRef, Preview: res.Preview,
 		CacheKey: key, DurationMS: r.now().Sub(start).Milliseconds(),
 	}
+	inv.resultSize, inv.sized = sized.size(res.ArtifactRef)
+	var cache *CachedResult
 	if e.cap.Cacheable {
-		if err := r.store.CachePut(memory.Deferred(ctx), key, CachedResult{
+		cache = &CachedResult{
 			Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: res.ArtifactRef, Preview: res.Preview,
 			ExpiresAt: start.Add(e.cap.CacheTTL),
-		}, start); err != nil {
-			return nil, fmt.Errorf("write capability cache: %w", err)
 		}
 	}
-	if err := r.record(ctx, inv, canon); err != nil {
+	if err := r.record(ctx, inv, canon, cache); err != nil {
 		return nil, err
 	}
 	return inv, nil
 }
 
-// record logs the call. The log, the cache entry and OnCall's event and metrics are
-// bookkeeping: written with deferred durability (memory.Deferred), so a call, and a search
-// above all, never waits for the disk to flush them.
-func (r *Registry) record(ctx context.Context, inv *Invocation, canon []byte) error {
-	ctx = memory.Deferred(ctx)
-	err := r.store.RecordCall(ctx, Call{
+// record logs the call, with the cache entry it filled (nil: none) and OnCall's event and
+// metrics, in one write. All of it is bookkeeping: written with deferred durability
+// (memory.Deferred), so a call, and a search above all, never waits for the disk to flush it.
+func (r *Registry) record(ctx context.Context, inv *Invocation, canon []byte, cache *CachedResult) error {
+	rec := memory.CallRecord{Call: Call{
 		ThreadID: inv.ThreadID, Capability: inv.Capability, Args: canon, ArtifactRef: inv.ArtifactRef,
 		CacheHit: inv.CacheHit, PreviewBytes: len(inv.Preview), DurationMS: inv.DurationMS, At: r.now().UTC(),
-	})
+	}}
+	if cache != nil {
+		rec.Cache, rec.CacheKey = cache, inv.CacheKey
+	}
+	if r.OnCall != nil {
+		effects, err := r.OnCall(ctx, inv)
+		if err != nil {
+			return err
+		}
+		rec.CallEffects = effects
+	}
+	ev, err := r.store.RecordCall(memory.Deferred(ctx), rec)
 	if err != nil {
 		return fmt.Errorf("record capability call: %w", err)
 	}
-	if r.OnCall != nil {
-		return r.OnCall(ctx, inv)
-	}
+	inv.EventID = ev.ID
 	return nil
+}
+
+// sizedArtifacts remembers the size of what a handler stores, so the call's bookkeeping
+// (the tokens its preview saved) needs no lookup of the result it just stored.
+type sizedArtifacts struct {
+	plugin.ArtifactStore
+	mu    sync.Mutex
+	sizes map[string]int64
+}
+
+func (a *sizedArtifacts) PutArtifact(ctx context.Context, n plugin.NewArtifact) (string, error) {
+	ref, err := a.ArtifactStore.PutArtifact(ctx, n)
+	if err == nil {
+		a.mu.Lock()
+		if a.sizes == nil {
+			a.sizes = map[string]int64{}
+		}
+		a.sizes[ref] = int64(len(n.Content)) // an artifact's size is its content's length (equal content: equal size)
+		a.mu.Unlock()
+	}
+	return ref, err
+}
+
+// size is the size of the artifact stored as ref; ok is false when it was not stored here.
+func (a *sizedArtifacts) size(ref string) (int64, bool) {
+	if a == nil {
+		return 0, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, ok := a.sizes[ref]
+	return n, ok
 }

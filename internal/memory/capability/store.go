@@ -43,6 +43,11 @@ func (m *MemStore) CacheGet(_ context.Context, key string, now time.Time) (*Cach
 func (m *MemStore) CachePut(_ context.Context, key string, r CachedResult, _ time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.cachePut(key, r)
+	return nil
+}
+
+func (m *MemStore) cachePut(key string, r CachedResult) {
 	if len(m.cache) >= MaxCacheEntries {
 		type kv struct {
 			k string
@@ -58,14 +63,18 @@ func (m *MemStore) CachePut(_ context.Context, key string, r CachedResult, _ tim
 		}
 	}
 	m.cache[key] = r
-	return nil
 }
 
-func (m *MemStore) RecordCall(_ context.Context, c Call) error {
+// RecordCall keeps the call and its cache entry; a MemStore has no threads, so the
+// record's event and metrics are not kept (the Event returned is zero).
+func (m *MemStore) RecordCall(_ context.Context, rec memory.CallRecord) (memory.Event, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.calls = append(m.calls, c)
-	return nil
+	if rec.Cache != nil {
+		m.cachePut(rec.CacheKey, *rec.Cache)
+	}
+	m.calls = append(m.calls, rec.Call)
+	return memory.Event{}, nil
 }
 
 func (m *MemStore) Calls(_ context.Context, threadID string) ([]Call, error) {

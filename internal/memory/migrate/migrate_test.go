@@ -52,7 +52,7 @@ func fill(t *testing.T, st memory.Store) []memory.Thread {
 		if err := st.AddMetrics(ctx, th.ID, memory.Metrics{CacheHits: int64(i), TokensAvoided: 100}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.RecordCall(ctx, memory.CapabilityCall{ThreadID: th.ID, Capability: "text.summarize", Args: []byte(`{}`), At: time.Now()}); err != nil {
+		if _, err := st.RecordCall(ctx, memory.CallRecord{Call: memory.CapabilityCall{ThreadID: th.ID, Capability: "text.summarize", Args: []byte(`{}`), At: time.Now()}}); err != nil {
 			t.Fatal(err)
 		}
 		th, _ = st.GetThread(ctx, th.ID)

@@ -31,32 +31,79 @@ func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (*memor
 
 // CachePut implements memory.CapabilityStore.
 func (s *Store) CachePut(ctx context.Context, key string, r memory.CachedResult, now time.Time) error {
-	return s.tx(ctx, "write capability cache", func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx,
-			`INSERT INTO cap_cache (key, capability, thread_id, artifact_ref, preview, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
-			 ON CONFLICT (key) DO UPDATE SET artifact_ref = excluded.artifact_ref, preview = excluded.preview, expires_at = excluded.expires_at`,
-			key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt)
-		if err != nil {
-			return err
-		}
-		// Expired rows are dead weight; the size bound keeps the table from growing forever.
-		_, err = tx.Exec(ctx,
-			`DELETE FROM cap_cache WHERE expires_at <= $1 OR key IN (
-				SELECT key FROM cap_cache ORDER BY expires_at DESC OFFSET $2)`,
-			now, memory.MaxCacheEntries)
-		return err
-	})
+	return s.tx(ctx, "write capability cache", func(tx pgx.Tx) error { return cachePut(ctx, tx, key, r, now) })
 }
 
-// RecordCall implements memory.CapabilityStore.
-func (s *Store) RecordCall(ctx context.Context, c memory.CapabilityCall) error {
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO cap_calls (thread_id, capability, args, artifact_ref, cache_hit, preview_bytes, duration_ms, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		c.ThreadID, c.Capability, []byte(c.Args), c.ArtifactRef, c.CacheHit, c.PreviewBytes, c.DurationMS, c.At)
+func cachePut(ctx context.Context, tx pgx.Tx, key string, r memory.CachedResult, now time.Time) error {
+	_, err := tx.Exec(ctx,
+		`INSERT INTO cap_cache (key, capability, thread_id, artifact_ref, preview, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+		 ON CONFLICT (key) DO UPDATE SET artifact_ref = excluded.artifact_ref, preview = excluded.preview, expires_at = excluded.expires_at`,
+		key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt)
 	if err != nil {
-		return fmt.Errorf("record capability call: %w", err)
+		return err
 	}
-	return nil
+	// Expired rows are dead weight; the size bound keeps the table from growing forever.
+	_, err = tx.Exec(ctx,
+		`DELETE FROM cap_cache WHERE expires_at <= $1 OR key IN (
+			SELECT key FROM cap_cache ORDER BY expires_at DESC OFFSET $2)`,
+		now, memory.MaxCacheEntries)
+	return err
+}
+
+// RecordCall implements memory.CapabilityStore: the call log, the cache entry, the event
+// and the metrics in one transaction.
+func (s *Store) RecordCall(ctx context.Context, rec memory.CallRecord) (memory.Event, error) {
+	id := rec.Call.ThreadID
+	touches := rec.EventType != "" || rec.Metrics != (memory.Metrics{})
+	var data []byte
+	if touches {
+		if err := memory.CheckThreadID(id); err != nil {
+			return memory.Event{}, err
+		}
+	}
+	if rec.EventType != "" {
+		var err error
+		if data, err = memory.EncodeEvent(rec.EventType, rec.EventData); err != nil {
+			return memory.Event{}, err
+		}
+	}
+	var ev memory.Event
+	err := s.tx(ctx, "record capability call", func(tx pgx.Tx) error {
+		if touches { // the thread's row lock first, as every write that adds an event takes it
+			if _, _, _, err := lockThread(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		if rec.Cache != nil {
+			if err := cachePut(ctx, tx, rec.CacheKey, *rec.Cache, rec.Call.At); err != nil {
+				return fmt.Errorf("write capability cache: %w", err)
+			}
+		}
+		c := rec.Call
+		if _, err := tx.Exec(ctx,
+			`INSERT INTO cap_calls (thread_id, capability, args, artifact_ref, cache_hit, preview_bytes, duration_ms, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			c.ThreadID, c.Capability, []byte(c.Args), c.ArtifactRef, c.CacheHit, c.PreviewBytes, c.DurationMS, c.At); err != nil {
+			return err
+		}
+		if m := rec.Metrics; m != (memory.Metrics{}) {
+			if _, err := tx.Exec(ctx, `UPDATE threads SET cache_hits = cache_hits + $1, tokens_avoided = tokens_avoided + $2 WHERE id = $3`, m.CacheHits, m.TokensAvoided, id); err != nil {
+				return err
+			}
+		}
+		if rec.EventType != "" {
+			var err error
+			ev, err = insertEvent(ctx, tx, id, rec.EventType, s.stamp(), data)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return memory.Event{}, err
+	}
+	if rec.EventType != "" {
+		s.broker.Notify(id)
+	}
+	return ev, nil
 }
 
 // Calls implements memory.CapabilityStore.

@@ -48,7 +48,7 @@ func TestStatsAndReport(t *testing.T) {
 	}
 	calls := capability.NewMemStore()
 	for i, hit := range []bool{false, true, true} {
-		_ = calls.RecordCall(ctx, capability.Call{ThreadID: th.ID, Capability: "retrieval.search", ArtifactRef: fmt.Sprint("r", i), CacheHit: hit, At: time.Now()})
+		_, _ = calls.RecordCall(ctx, memory.CallRecord{Call: capability.Call{ThreadID: th.ID, Capability: "retrieval.search", ArtifactRef: fmt.Sprint("r", i), CacheHit: hit, At: time.Now()}})
 	}
 	src.Calls = calls.Calls
 	src.SessionCacheHits = func(string) int64 { return 1 }

@@ -104,30 +104,32 @@ type capExt struct {
 const refreshQueue = 1024
 
 type threadArtifacts struct {
-	st             memory.Store
+	s              *Server
 	thread, capabl string
 }
 
 // PutArtifact stores a capability's result and returns its ref as relay shows it: what the
-// invoke answer, its event and the cache hand to agents.
+// invoke answer, its event and the cache hand to agents. A result the put drew a new ref
+// for (every search's) is named without a lookup (Server.named).
 func (t threadArtifacts) PutArtifact(ctx context.Context, a plugin.NewArtifact) (string, error) {
-	art, err := t.st.PutArtifact(ctx, t.thread, memory.PutArtifactParams{Name: a.Name, Type: a.Type, Content: a.Content,
+	art, err := t.s.store.PutArtifact(ctx, t.thread, memory.PutArtifactParams{Name: a.Name, Type: a.Type, Content: a.Content,
 		CreatedBy: "relay", Capability: t.capabl, SourceRefs: a.SourceRefs})
 	if err != nil {
 		return "", err
 	}
-	name, err := memory.Names(ctx, t.st.SharedShorts, []string{art.Ref})
+	art.Provenance.SourceRefs = nil // the answer names the result alone
+	named, err := t.s.named(ctx, art)
 	if err != nil {
 		return "", err
 	}
-	return name(art.Ref), nil
+	return named[0].Ref, nil
 }
 
 func newCapExt(s *Server, o CapabilityOptions) (*capExt, error) {
 	x := &capExt{s: s, refresh: make(chan string, refreshQueue)}
 	x.calls = s.store
 	x.reg = capability.New(x.calls, func(thread, name string) plugin.ArtifactStore {
-		return threadArtifacts{st: s.store, thread: thread, capabl: name}
+		return threadArtifacts{s: s, thread: thread, capabl: name}
 	})
 	x.reg.OnCall = x.onCall
 	if err := x.reg.Register(search.Capability(s.store)); err != nil {
@@ -148,26 +150,25 @@ func newCapExt(s *Server, o CapabilityOptions) (*capExt, error) {
 	return x, nil
 }
 
-// onCall records the call in the thread: an event, the cache-hit counter and the tokens the
-// agent did not have to read (full result minus preview, bytes/4 as in the header metrics).
-func (x *capExt) onCall(ctx context.Context, inv *capability.Invocation) error {
-	ev, err := x.s.store.AppendEvent(ctx, inv.ThreadID, "cap.invoked", map[string]any{
-		"capability": inv.Capability, "artifact_ref": inv.ArtifactRef, "cached": inv.CacheHit, "duration_ms": inv.DurationMS})
-	if err != nil {
-		return err
-	}
-	inv.EventID = ev.ID
-	m := memory.Metrics{}
+// onCall says what a call adds to its thread (the registry writes it with the call log, in
+// one transaction): an event, the cache-hit counter and the tokens the agent did not have
+// to read (full result minus preview, bytes/4 as in the header metrics).
+func (x *capExt) onCall(ctx context.Context, inv *capability.Invocation) (memory.CallEffects, error) {
+	eff := memory.CallEffects{EventType: "cap.invoked", EventData: map[string]any{
+		"capability": inv.Capability, "artifact_ref": inv.ArtifactRef, "cached": inv.CacheHit, "duration_ms": inv.DurationMS}}
 	if inv.CacheHit {
-		m.CacheHits = 1
+		eff.Metrics.CacheHits = 1
 	}
-	if a, err := x.s.store.GetArtifact(ctx, inv.ThreadID, inv.ArtifactRef); err == nil {
-		m.TokensAvoided = max(0, int64(tokens.Estimate(int(a.Size))-tokens.Estimate(len(inv.Preview))))
+	size, ok := inv.ResultSize() // a miss stored its result just now; a hit's is looked up
+	if !ok {
+		if a, err := x.s.store.GetArtifact(ctx, inv.ThreadID, inv.ArtifactRef); err == nil {
+			size, ok = a.Size, true
+		}
 	}
-	if m == (memory.Metrics{}) {
-		return nil
+	if ok {
+		eff.Metrics.TokensAvoided = max(0, int64(tokens.Estimate(int(size))-tokens.Estimate(len(inv.Preview))))
 	}
-	return x.s.store.AddMetrics(ctx, inv.ThreadID, m)
+	return eff, nil
 }
 
 func (x *capExt) tokens() (*tokens.Cache, error) {

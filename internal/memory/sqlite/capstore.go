@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/relaydev/relay/internal/memory"
@@ -38,7 +39,7 @@ func (s *SQLite) CacheGet(ctx context.Context, key string, now time.Time) (*memo
 	var c memory.CachedResult
 	var exp int64
 	var prev []byte
-	err := s.r.QueryRowContext(ctx,
+	err := s.readRow(ctx,
 		`SELECT capability, thread_id, artifact_ref, preview, expires_at FROM cap_cache WHERE key = ? AND expires_at > ?`,
 		key, now.UnixNano()).Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -65,34 +66,96 @@ const (
 )
 
 func init() {
-	hotStatements = append(hotStatements, sqlCachePut, sqlCacheExpire, sqlCacheCount, sqlCacheOverflow, sqlInsertCall)
+	hotStatements = append(hotStatements, sqlCachePut, sqlCacheExpire, sqlCacheCount, sqlCacheOverflow, sqlInsertCall, sqlThreadCount, sqlAddMetrics)
 }
 
 // CachePut implements memory.CapabilityStore.
 func (s *SQLite) CachePut(ctx context.Context, key string, r memory.CachedResult, now time.Time) error {
-	return s.WriteTx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, sqlCachePut, key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt.UnixNano())
-		if err != nil {
-			return err
-		}
-		// Expired rows are dead weight; the size bound keeps the table from growing forever.
-		// The overflow is looked for only past the bound: walking the expiry index to
-		// MaxCacheEntries on every put cost more than the rest of the put.
-		if _, err = s.exec(ctx, tx, sqlCacheExpire, now.UnixNano()); err != nil {
-			return err
-		}
-		var n int
-		if err := s.queryRow(ctx, tx, sqlCacheCount).Scan(&n); err != nil || n <= memory.MaxCacheEntries {
-			return err
-		}
-		_, err = s.exec(ctx, tx, sqlCacheOverflow, memory.MaxCacheEntries)
-		return err
-	})
+	return s.WriteTx(ctx, func(tx *sql.Tx) error { return s.cachePut(ctx, tx, key, r, now) })
 }
 
-// RecordCall implements memory.CapabilityStore.
-func (s *SQLite) RecordCall(ctx context.Context, c memory.CapabilityCall) error {
-	return s.WriteTx(ctx, func(tx *sql.Tx) error { return s.insertCall(ctx, tx, c) })
+func (s *SQLite) cachePut(ctx context.Context, tx *sql.Tx, key string, r memory.CachedResult, now time.Time) error {
+	_, err := s.exec(ctx, tx, sqlCachePut, key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt.UnixNano())
+	if err != nil {
+		return err
+	}
+	// Expired rows are dead weight; the size bound keeps the table from growing forever.
+	// The overflow is looked for only past the bound: walking the expiry index to
+	// MaxCacheEntries on every put cost more than the rest of the put.
+	if _, err = s.exec(ctx, tx, sqlCacheExpire, now.UnixNano()); err != nil {
+		return err
+	}
+	var n int
+	if err := s.queryRow(ctx, tx, sqlCacheCount).Scan(&n); err != nil || n <= memory.MaxCacheEntries {
+		return err
+	}
+	_, err = s.exec(ctx, tx, sqlCacheOverflow, memory.MaxCacheEntries)
+	return err
+}
+
+// RecordCall implements memory.CapabilityStore: one write for the call log, the cache
+// entry, the event and the metrics (four commits before, each with its own transaction,
+// WAL append and wake-up of the thread's followers).
+func (s *SQLite) RecordCall(ctx context.Context, rec memory.CallRecord) (memory.Event, error) {
+	id := rec.Call.ThreadID
+	var data []byte
+	touches := rec.EventType != "" || rec.Metrics != (memory.Metrics{})
+	if touches {
+		if err := memory.CheckThreadID(id); err != nil {
+			return memory.Event{}, err
+		}
+	}
+	if rec.EventType != "" {
+		var err error
+		if data, err = memory.EncodeEvent(rec.EventType, rec.EventData); err != nil {
+			return memory.Event{}, err
+		}
+	}
+	var ev memory.Event
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+		if rec.Cache != nil {
+			if err := s.cachePut(ctx, tx, rec.CacheKey, *rec.Cache, rec.Call.At); err != nil {
+				return nil, fmt.Errorf("write capability cache: %w", err)
+			}
+		}
+		if err := s.insertCall(ctx, tx, rec.Call); err != nil {
+			return nil, err
+		}
+		var afters []func()
+		if rec.Metrics != (memory.Metrics{}) {
+			after, err := s.addMetrics(ctx, tx, b, id, rec.Metrics) // finds the thread, or fails
+			if err != nil {
+				return nil, err
+			}
+			afters = append(afters, after)
+		} else if touches {
+			if err := s.threadExistsIn(ctx, tx, id); err != nil {
+				return nil, err
+			}
+		}
+		if rec.EventType != "" {
+			e, after, err := s.appendEvent(ctx, tx, id, rec.EventType, data)
+			if err != nil {
+				return nil, err
+			}
+			ev = e
+			afters = append(afters, after) // after the metrics: a follower woken by the event reads the new header
+		}
+		return func() {
+			for _, a := range afters {
+				if a != nil {
+					a()
+				}
+			}
+		}, nil
+	})
+	if err != nil {
+		if memory.IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
+			return memory.Event{}, err
+		}
+		return memory.Event{}, fmt.Errorf("record capability call: %w", err)
+	}
+	return ev, nil
 }
 
 func (s *SQLite) insertCall(ctx context.Context, tx *sql.Tx, c memory.CapabilityCall) error {

@@ -502,7 +502,7 @@ func (s *SQLite) GetThread(ctx context.Context, id string) (memory.Thread, error
 	if err := memory.CheckThreadID(id); err != nil {
 		return memory.Thread{}, err
 	}
-	t, err := scanThread(s.r.QueryRowContext(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))
+	t, err := scanThread(s.readRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Thread{}, &memory.NotFoundError{What: "thread", ID: id}
 	}
@@ -972,7 +972,7 @@ func (s *SQLite) threadExists(ctx context.Context, id string) error {
 		return err
 	}
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := s.readRow(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
 		return fmt.Errorf("read thread %s: %w", id, err)
 	}
 	if n == 0 {
@@ -1069,23 +1069,12 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (mem
 		return memory.Event{}, err
 	}
 	var ev memory.Event
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, bt *batch) (func(), error) {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, bt *batch) (after func(), err error) {
+		if err := s.threadExistsIn(ctx, tx, id); err != nil {
 			return nil, err
 		}
-		if n == 0 {
-			return nil, &memory.NotFoundError{What: "thread", ID: id}
-		}
-		e, err := s.insertEvent(ctx, tx, id, typ, s.stamp(), b)
-		if err != nil {
-			return nil, err
-		}
-		ev = e
-		return func() {
-			s.mirror.event(e)
-			s.broker.Notify(id)
-		}, nil
+		ev, after, err = s.appendEvent(ctx, tx, id, typ, b)
+		return after, err
 	})
 	if err != nil {
 		if memory.IsNotFound(err) || errors.Is(err, errClosed) || ctx.Err() != nil {
@@ -1094,6 +1083,33 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (mem
 		return memory.Event{}, fmt.Errorf("append event to thread %s: %w", id, err)
 	}
 	return ev, nil
+}
+
+// appendEvent appends an event to a thread that exists, in tx; after publishes it (the
+// mirror, the thread's followers) once tx is committed.
+func (s *SQLite) appendEvent(ctx context.Context, tx *sql.Tx, id, typ string, data []byte) (memory.Event, func(), error) {
+	e, err := s.insertEvent(ctx, tx, id, typ, s.stamp(), data)
+	if err != nil {
+		return memory.Event{}, nil, err
+	}
+	return e, func() {
+		s.mirror.event(e)
+		s.broker.Notify(id)
+	}, nil
+}
+
+const sqlThreadCount = `SELECT count(*) FROM threads WHERE id = ?`
+
+// threadExistsIn is threadExists in a write transaction.
+func (s *SQLite) threadExistsIn(ctx context.Context, tx *sql.Tx, id string) error {
+	var n int
+	if err := s.queryRow(ctx, tx, sqlThreadCount, id).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return &memory.NotFoundError{What: "thread", ID: id}
+	}
+	return nil
 }
 
 // Events implements Store.
@@ -1105,14 +1121,20 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 		limit = 100
 	}
 	// Events are never deleted, so an event's seq is how many of its thread's events have an
-	// id up to its own: one index count for the first, then consecutive.
+	// id up to its own: the thread's event count less those after it (one statement, so one
+	// snapshot), then consecutive. Counting the events up to it instead cost a follower (an
+	// event stream, relay mcp's watch) a walk of the whole thread on every new event.
 	var seq int64
 	if after > 0 {
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE thread_id = ? AND id <= ?`, id, after).Scan(&seq); err != nil {
+		err := s.readRow(ctx, sqlEventSeq, id, after).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, &memory.NotFoundError{What: "thread", ID: id}
+		}
+		if err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, type, at, data FROM events WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?`, id, after, limit)
+	rows, err := s.readRows(ctx, `SELECT id, type, at, data FROM events WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?`, id, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
@@ -1132,13 +1154,17 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && after <= 0 { // with after, sqlEventSeq found the thread
 		if err := s.threadExists(ctx, id); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
+
+// sqlEventSeq is the seq of event ?2 in thread ?1 (the number of the thread's events up to
+// it), no row when the thread does not exist.
+const sqlEventSeq = `SELECT t.event_count - (SELECT count(*) FROM events e WHERE e.thread_id = t.id AND e.id > ?2) FROM threads t WHERE t.id = ?1`
 
 // Subscribe implements Store.
 func (s *SQLite) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.Subscribe(id) }
@@ -1149,29 +1175,36 @@ func (s *SQLite) AddMetrics(ctx context.Context, id string, m memory.Metrics) er
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
-		var cur memory.Metrics
-		err := tx.QueryRowContext(ctx, `UPDATE threads SET cache_hits = cache_hits + ?, tokens_avoided = tokens_avoided + ? WHERE id = ? RETURNING cache_hits, tokens_avoided`,
-			m.CacheHits, m.TokensAvoided, id).Scan(&cur.CacheHits, &cur.TokensAvoided)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, &memory.NotFoundError{What: "thread", ID: id}
-		}
-		if err != nil {
-			return nil, err
-		}
-		base := b.pending[id]
-		if base == nil {
-			s.cmu.RLock()
-			base = s.cache[id]
-			s.cmu.RUnlock()
-		}
-		if base == nil {
-			return nil, nil // not cached: the next load reads the new counters
-		}
-		// A new entry (not a mutation): the old one's cached header has the old metrics.
-		c := &cached{version: base.version, st: base.st, size: base.size, sinceSnap: base.sinceSnap, sinceBytes: base.sinceBytes, metrics: cur}
-		b.pending[id] = c
-		return func() { s.setCache(id, c) }, nil
+		return s.addMetrics(ctx, tx, b, id, m)
 	})
+}
+
+const sqlAddMetrics = `UPDATE threads SET cache_hits = cache_hits + ?, tokens_avoided = tokens_avoided + ? WHERE id = ? RETURNING cache_hits, tokens_avoided`
+
+// addMetrics adds m to the thread's counters in tx (a *NotFoundError when there is no such
+// thread); after updates the cached header once tx is committed.
+func (s *SQLite) addMetrics(ctx context.Context, tx *sql.Tx, b *batch, id string, m memory.Metrics) (func(), error) {
+	var cur memory.Metrics
+	err := s.queryRow(ctx, tx, sqlAddMetrics, m.CacheHits, m.TokensAvoided, id).Scan(&cur.CacheHits, &cur.TokensAvoided)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &memory.NotFoundError{What: "thread", ID: id}
+	}
+	if err != nil {
+		return nil, err
+	}
+	base := b.pending[id]
+	if base == nil {
+		s.cmu.RLock()
+		base = s.cache[id]
+		s.cmu.RUnlock()
+	}
+	if base == nil {
+		return nil, nil // not cached: the next load reads the new counters
+	}
+	// A new entry (not a mutation): the old one's cached header has the old metrics.
+	c := &cached{version: base.version, st: base.st, size: base.size, sinceSnap: base.sinceSnap, sinceBytes: base.sinceBytes, metrics: cur}
+	b.pending[id] = c
+	return func() { s.setCache(id, c) }, nil
 }
 
 // Stats implements Store.

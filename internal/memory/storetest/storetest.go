@@ -420,12 +420,54 @@ func testCapabilityCache(t *testing.T, st memory.Store) {
 		t.Fatalf("expired entry returned: %+v, %v", got, err)
 	}
 	c := memory.CapabilityCall{ThreadID: "t", Capability: "c", Args: json.RawMessage(`{}`), ArtifactRef: "r1", CacheHit: true, At: now}
-	if err := st.RecordCall(ctx, c); err != nil {
-		t.Fatal(err)
+	if ev, err := st.RecordCall(ctx, memory.CallRecord{Call: c}); err != nil || ev.ID != 0 {
+		t.Fatalf("RecordCall with no event = %+v, %v", ev, err)
 	}
 	calls, err := st.Calls(ctx, "t")
 	if err != nil || len(calls) != 1 || !calls[0].CacheHit || !calls[0].At.Equal(now) {
 		t.Fatalf("Calls = %+v, %v", calls, err)
+	}
+
+	// A whole call's record: log, cache entry, event and metrics, written together.
+	th := newThread(t, st, "calls")
+	if _, err := st.Header(ctx, th.ID); err != nil { // a header built before the call must not be served after it
+		t.Fatal(err)
+	}
+	miss := memory.CapabilityCall{ThreadID: th.ID, Capability: "c", Args: json.RawMessage(`{"q":1}`), ArtifactRef: "r2", At: now}
+	rec := memory.CallRecord{Call: miss, CacheKey: "k2",
+		Cache:       &memory.CachedResult{Capability: "c", ThreadID: th.ID, ArtifactRef: "r2", Preview: json.RawMessage(`[2]`), ExpiresAt: now.Add(time.Minute)},
+		CallEffects: memory.CallEffects{EventType: "cap.invoked", EventData: map[string]any{"artifact_ref": "r2"}, Metrics: memory.Metrics{CacheHits: 1, TokensAvoided: 7}}}
+	ev, err := st.RecordCall(ctx, rec)
+	if err != nil || ev.ID == 0 || ev.Type != "cap.invoked" || ev.ThreadID != th.ID {
+		t.Fatalf("RecordCall = %+v, %v", ev, err)
+	}
+	if evs, err := st.Events(ctx, th.ID, 0, 100); err != nil || len(evs) == 0 || evs[len(evs)-1].ID != ev.ID || !strings.Contains(string(evs[len(evs)-1].Data), `"r2"`) {
+		t.Fatalf("the call's event is not the thread's last: %+v, %v", evs, err)
+	}
+	if got, err := st.GetThread(ctx, th.ID); err != nil || got.Metrics != (memory.Metrics{CacheHits: 1, TokensAvoided: 7}) || got.LastEventID != ev.ID {
+		t.Fatalf("thread after the call: %+v, %v", got, err)
+	}
+	if h, err := st.Header(ctx, th.ID); err != nil || !strings.Contains(string(h.JSON), `"m":{"hits":1,"saved":7}`) {
+		t.Fatalf("header metrics after the call: %s, %v", h.JSON, err)
+	}
+	if got, err := st.CacheGet(ctx, "k2", now.Add(time.Second)); err != nil || got == nil || got.ArtifactRef != "r2" || string(got.Preview) != `[2]` {
+		t.Fatalf("the call's cache entry: %+v, %v", got, err)
+	}
+	if calls, err := st.Calls(ctx, th.ID); err != nil || len(calls) != 1 || calls[0].ArtifactRef != "r2" || calls[0].CacheHit {
+		t.Fatalf("the call's log entry: %+v, %v", calls, err)
+	}
+
+	// A thread that does not exist: not found, and nothing of the record is written.
+	gone := "00000000-0000-4000-8000-000000000000"
+	rec.Call.ThreadID, rec.CacheKey = gone, "k3"
+	if _, err := st.RecordCall(ctx, rec); !memory.IsNotFound(err) {
+		t.Fatalf("RecordCall for a missing thread: %v, want not found", err)
+	}
+	if got, err := st.CacheGet(ctx, "k3", now.Add(time.Second)); err != nil || got != nil {
+		t.Fatalf("a refused record left its cache entry: %+v, %v", got, err)
+	}
+	if calls, err := st.Calls(ctx, gone); err != nil || len(calls) != 0 {
+		t.Fatalf("a refused record left its log entry: %+v, %v", calls, err)
 	}
 }
 
