@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,7 +83,7 @@ func run(n int, relay string) error {
 	}
 	fmt.Printf("session start + first call (daemon started, thread made): %s\n", time.Since(t0).Round(time.Millisecond))
 	if searchNotes > 0 {
-		return timeSearches(ctx, cs, n, home, project)
+		return timeSearches(ctx, cs, n, home, project, cmd.Process.Pid)
 	}
 	// a realistic header: a few facts and steps
 	patch := []any{
@@ -174,7 +175,7 @@ func daemonRequests(home string) int {
 
 // timeSearches puts searchNotes notes of ~2 KB (distinct markdown-like text) through the
 // memory tool, then times n searches for words they contain, as an agent calls them.
-func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, project string) error {
+func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, project string, mcpPID int) error {
 	search := map[string]any{"op": "search"}
 	if passThread {
 		tb, err := os.ReadFile(filepath.Join(project, ".relaycode", "thread"))
@@ -209,6 +210,8 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, proje
 	}
 	times := make([]time.Duration, n)
 	before := daemonRequests(home)
+	daemonPID := daemonPID(home)
+	daemonCPU, mcpCPU := procCPU(daemonPID), procCPU(mcpPID)
 	for i := range times {
 		q := fmt.Sprintf("%s note%d", queries[i%len(queries)], i%searchNotes) // distinct: no cache hit
 		s := time.Now()
@@ -219,10 +222,46 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, proje
 		}
 	}
 	fmt.Printf("read op=search over MCP stdio at %d notes, %d searches (thread passed: %v): p50 %s  p99 %s\n", searchNotes, n, passThread, us(pct(times, 50)), us(pct(times, 99)))
+	if d, m := procCPU(daemonPID)-daemonCPU, procCPU(mcpPID)-mcpCPU; daemonCPU > 0 && mcpCPU > 0 {
+		// CPU per search compares builds on a busy machine, where wall-clock times do not
+		fmt.Printf("CPU per search: daemon %s, relay mcp %s\n", us(d/time.Duration(n)), us(m/time.Duration(n)))
+	}
 	if reqs := daemonRequests(home) - before; reqs > 0 {
 		fmt.Printf("daemon requests per search: %.2f\n", float64(reqs)/float64(n))
 	}
 	return nil
+}
+
+// daemonPID is the pid daemon.json names (0 when unknown).
+func daemonPID(home string) int {
+	var info struct {
+		PID int `json:"pid"`
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".relay", "daemon.json"))
+	if err != nil || json.Unmarshal(b, &info) != nil {
+		return 0
+	}
+	return info.PID
+}
+
+// procCPU is a process's user+system CPU time so far, from /proc (0 when unknown: not
+// Linux, or no such process).
+func procCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// the command name may hold spaces; the fields after it are fixed
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
 func text(r *sdk.CallToolResult) string {
