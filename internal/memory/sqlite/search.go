@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/ftsquery"
 )
 
 // MaxIndexedBytes caps the text indexed per artifact; the rest is still stored, just not searchable.
@@ -159,10 +160,11 @@ func highlight(snip string) string {
 
 // Search implements memory.Searcher with FTS5, best (lowest bm25) first; a hit's score is Score(bm25).
 func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQuery) ([]memory.SearchHit, error) {
-	match, err := BuildMatch(q.Query)
+	terms, err := ftsquery.Parse(q.Query)
 	if err != nil {
 		return nil, &memory.InvalidError{Code: "invalid_args", Msg: err.Error(), Op: -1, Err: err}
 	}
+	match := buildMatch(terms)
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 10
@@ -178,7 +180,9 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	lo, hi := threadRange(n)
-	match = "{name body}: (" + match + ")"
+	if match = "(" + match + ")"; namesTypeWord(ctx, terms) {
+		match = "{name body}: " + match
+	}
 	if len(q.Types) > 0 {
 		ts := make([]string, len(q.Types))
 		for i, t := range q.Types {

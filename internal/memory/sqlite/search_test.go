@@ -12,6 +12,7 @@ import (
 	"github.com/relaydev/relay/internal/memory/capability/search"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/ftsquery"
 	"github.com/relaydev/relay/plugin"
 	_ "modernc.org/sqlite"
 )
@@ -404,5 +405,76 @@ func TestSnippetsBelongToTheirHits(t *testing.T) {
 		if want := fmt.Sprintf("marker%03d", n); !strings.Contains(h.Snippet, want) || !strings.Contains(h.Snippet, "**beacon**") {
 			t.Fatalf("hit %s has snippet %q, want its own text (%s) with beacon highlighted", h.Name, h.Snippet, want)
 		}
+	}
+}
+
+// The {name body} column filter is left out only for queries none of whose words is, as
+// the index stems it, a word of an artifact type ("tools*" is stemmed to "tool*" first).
+func TestNamesTypeWord(t *testing.T) {
+	for q, want := range map[string]bool{
+		"text": true, "texts": true, "tex*": true, "TOOL": true, "outputs": true, "binaries": true,
+		"emailing": true, "mark*": true, `"json schema"`: true, "hello OR html": true, "deploy relay": false,
+		`"hello world"`: false, "bin": false, "textbook": false, "tools*": true, "markup": false, "js": false,
+	} {
+		terms, err := ftsquery.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := namesTypeWord(context.Background(), terms); got != want {
+			t.Errorf("namesTypeWord(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// A query for a type's word finds the artifacts that contain it, not every artifact of
+// that type; and a query without one ranks and scores exactly as with the column filter.
+func TestTypeWordsAreNotContent(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	put(t, st, tid, "a.txt", "text", "plain words about deploys")
+	put(t, st, tid, "b.txt", "text", "this one mentions text twice: text")
+	put(t, st, tid, "c.out", "tool_output", "deploy output of the tool")
+	put(t, st, tid, "d.md", "markdown", "deploy deploy notes")
+	for q, want := range map[string]string{"text": "b.txt", "texts": "b.txt", "tool": "c.out", "outputs": "c.out", "markdown": "", "mark*": ""} {
+		hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(refs(hits), ","); got != want {
+			t.Errorf("search %q found %q, want %q", q, got, want)
+		}
+	}
+	hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rowids []int64
+	for _, h := range hits {
+		var id int64
+		if err := st.xr.QueryRow(`SELECT fts_rowid FROM docs WHERE ref = ?`, h.Ref).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		rowids = append(rowids, id)
+	}
+	// the same ranking with the column filter, straight from FTS5
+	rows, err := st.xr.Query(`SELECT rowid, bm25(artifact_fts, 2.0, 1.0, 0.0) FROM artifact_fts WHERE artifact_fts MATCH '{name body}: ("deploy")' ORDER BY 2, 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var id int64
+		var bm float64
+		if err := rows.Scan(&id, &bm); err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(hits) || rowids[i] != id || hits[i].Score != Score(bm) {
+			t.Fatalf("hit %d: got %v (scores %v), want rowid %d score %v", i, rowids, hits, id, Score(bm))
+		}
+	}
+	if i != len(hits) || i != 3 {
+		t.Fatalf("%d hits, the column-filtered query has %d, want 3", len(hits), i)
 	}
 }
