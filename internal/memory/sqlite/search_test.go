@@ -238,6 +238,11 @@ func TestReindexFromScratch(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.idx.mark.Store(0)
+	// and no thread indexed ahead of the mark, as in the fresh indexer of a rebuild (the
+	// first search may have had its thread indexed ahead: it then did not wait at all)
+	st.idx.mu.Lock()
+	clear(st.idx.ahead)
+	st.idx.mu.Unlock()
 	hits, err := st.Search(ctx, a, memory.SearchQuery{Query: "zebra"})
 	if err != nil || len(hits) != 2 {
 		t.Fatalf("after reindex: %v %v", refs(hits), err)
