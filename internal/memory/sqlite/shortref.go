@@ -133,7 +133,7 @@ func (s *SQLite) refMatches(ctx context.Context, id, col, ref string) ([]string,
 		q = `SELECT ref FROM artifacts WHERE thread_id = ? AND ` + col + ` >= ? AND ` + col + ` < ? ORDER BY ` + col + ` LIMIT 2`
 		args = []any{id, ref, ref + "g"}
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("resolve ref %s: %w", ref, err)
 	}

@@ -990,7 +990,7 @@ func (s *SQLite) GetArtifact(ctx context.Context, id, ref string) (memory.Artifa
 	if err != nil {
 		return memory.Artifact{}, err
 	}
-	a, err := scanArtifact(s.r.QueryRowContext(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id))
+	a, err := scanArtifact(s.readRow(ctx, `SELECT `+artifactCols+` FROM artifacts WHERE ref = ? AND thread_id = ?`, ref, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.Artifact{}, &memory.NotFoundError{What: "artifact", ID: ref}
 	}
