@@ -219,13 +219,18 @@ func (s *SQLite) setCommitSync(reqs []*writeReq) error {
 
 // runOp runs one op, turning a panic (say, in an extension's artifact hook) into that op's
 // error: the batch must go on, or its other writers would never get an answer.
+//
+// The op's statements do not watch its request's context (a request cancelled before
+// its op starts is refused, see runBatch): SQLite's interrupt rolls back the whole
+// transaction, other writers' ops included, and for a context that can end the driver
+// starts a goroutine per statement to watch it (three per patch, and their wake-ups).
 func (s *SQLite) runOp(r *writeReq, tx *sql.Tx, b *batch) (after func(), err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			after, err = nil, fmt.Errorf("write failed: panic: %v\n%s", v, debug.Stack())
 		}
 	}()
-	return r.op(r.ctx, tx, b)
+	return r.op(context.WithoutCancel(r.ctx), tx, b)
 }
 
 // runAfter runs a committed op's follow-up (cache, mirror, wake-ups); a panic there is a

@@ -25,11 +25,16 @@ const (
 )
 
 // kickCheckpoint asks the checkpointer to run soon (within checkpointDeferred when the
-// commit was deferred); it never blocks the writer.
+// commit was deferred); it never blocks the writer. Only the first kick of each kind
+// until the checkpointer next runs is sent: a send wakes the checkpointer's goroutine,
+// and waking it after every commit cost each sequential patch a thread hand-off.
 func (s *SQLite) kickCheckpoint(deferred bool) {
-	ch := s.ckKick
+	ch, kicked := s.ckKick, &s.ckKicked
 	if deferred {
-		ch = s.ckLazy
+		ch, kicked = s.ckLazy, &s.ckLazyKicked
+	}
+	if kicked.Load() || !kicked.CompareAndSwap(false, true) {
+		return
 	}
 	select {
 	case ch <- struct{}{}:
@@ -72,6 +77,9 @@ func (s *SQLite) checkpointer() {
 				return
 			}
 		}
+		// Commits from here on kick again: the checkpoint below may not copy them.
+		s.ckKicked.Store(false)
+		s.ckLazyKicked.Store(false)
 		// A failed or partial checkpoint is retried after the next commit, and the writer's
 		// fallback still bounds the WAL.
 		s.checkpoint(wait == checkpointDeferred)

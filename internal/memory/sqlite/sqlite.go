@@ -81,6 +81,7 @@ type SQLite struct {
 	closed     atomic.Bool
 
 	ckKick, ckLazy, ckQuit, ckDone chan struct{}
+	ckKicked, ckLazyKicked         atomic.Bool // a kick of that kind is pending (checkpoint.go)
 
 	stopRepair func()
 	repairDone chan struct{}
