@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,5 +178,43 @@ func TestMirrorRepairDoesNotReorderCache(t *testing.T) {
 	s.cmu.RUnlock()
 	if !first || second {
 		t.Errorf("after a repair and a fourth thread: first cached %v (want true), second cached %v (want false)", first, second)
+	}
+}
+
+// TestCapabilityCacheBound: a put into a full capability cache drops the soonest-expiring
+// entries past MaxCacheEntries and keeps the rest, the new one among them.
+func TestCapabilityCacheBound(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	// A full cache, written directly (10,000 puts would take seconds): entry i expires
+	// i seconds after the soonest.
+	err := st.WriteTx(ctx, func(tx *sql.Tx) error {
+		for i := range memory.MaxCacheEntries {
+			if _, err := tx.Exec(`INSERT INTO cap_cache(key, capability, thread_id, artifact_ref, preview, expires_at) VALUES(?,?,?,?,?,?)`,
+				fmt.Sprint("k", i), "c", "t", "r", []byte(`{}`), now.Add(time.Hour+time.Duration(i)*time.Second).UnixNano()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := st.CachePut(ctx, fmt.Sprint("new", i), memory.CachedResult{Capability: "c", ThreadID: "t", ArtifactRef: "r", Preview: json.RawMessage(`{}`),
+			ExpiresAt: now.Add(2 * time.Hour)}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := st.r.QueryRow(`SELECT count(*) FROM cap_cache`).Scan(&n); err != nil || n != memory.MaxCacheEntries {
+		t.Fatalf("%d entries after 3 puts into a full cache (%v), want %d", n, err, memory.MaxCacheEntries)
+	}
+	for key, kept := range map[string]bool{"k0": false, "k1": false, "k2": false, "k3": true, "new0": true, "new2": true} {
+		got, err := st.CacheGet(ctx, key, now)
+		if err != nil || (got != nil) != kept {
+			t.Errorf("entry %s: %+v, %v; want kept %v", key, got, err, kept)
+		}
 	}
 }
