@@ -25,14 +25,22 @@ type writeOp func(ctx context.Context, tx *sql.Tx, b *batch) (after func(), err 
 // transaction, so a later op in the batch builds on them.
 type batch struct {
 	pending map[string]*cached
+	wrote   bool // the op running has begun its statements (writing)
 }
+
+// writing marks that the running op starts changing the database. An op submitted with
+// writeChecked calls it before its first statement: failing before that, it changed nothing.
+func (b *batch) writing() { b.wrote = true }
 
 type writeReq struct {
 	ctx      context.Context
 	op       writeOp
 	done     chan error
 	deferred bool // memory.Deferred: may be acknowledged before its fsync
-	restart  bool // the checkpointer's WAL restart (restartWAL): its commit needs no checkpoint
+	// checked: the op calls batch.writing before its first statement and may run again
+	// (writeChecked), so a batch of such ops needs no savepoint per op (see runBatch).
+	checked bool
+	restart bool // the checkpointer's WAL restart (restartWAL): its commit needs no checkpoint
 }
 
 // maxBatch bounds how many ops share one transaction (and how long one op can wait).
@@ -51,7 +59,13 @@ var errLead = errors.New("lead the next batch")
 // oldest queued writer, whose batch takes everyone queued behind it. (Waiting for the lead
 // on wmu instead woke the finished writers one by one through the mutex, so batches under
 // 8 writers averaged 3 ops.)
-func (s *SQLite) write(ctx context.Context, op writeOp) error {
+func (s *SQLite) write(ctx context.Context, op writeOp) error { return s.submit(ctx, op, false) }
+
+// writeChecked is write for an op that makes all its checks before its first statement,
+// calling b.writing() there, and that may be run again in a new transaction.
+func (s *SQLite) writeChecked(ctx context.Context, op writeOp) error { return s.submit(ctx, op, true) }
+
+func (s *SQLite) submit(ctx context.Context, op writeOp, checked bool) error {
 	if s.closed.Load() {
 		return errClosed
 	}
@@ -59,7 +73,7 @@ func (s *SQLite) write(ctx context.Context, op writeOp) error {
 		return err
 	}
 	// done holds at most two sends: errLead, then the answer.
-	req := &writeReq{ctx: ctx, op: op, done: make(chan error, 2), deferred: memory.IsDeferred(ctx)}
+	req := &writeReq{ctx: ctx, op: op, done: make(chan error, 2), deferred: memory.IsDeferred(ctx), checked: checked}
 	s.qmu.Lock()
 	s.queue = append(s.queue, req)
 	follow := s.leading
@@ -113,6 +127,16 @@ func (s *SQLite) shutWrites() {
 func (s *SQLite) runBatch(reqs []*writeReq) {
 	s.batches.Add(1)
 	s.batchedOps.Add(int64(len(reqs)))
+	s.runBatchAs(reqs, true)
+}
+
+// runBatchAs runs reqs in one transaction. Each op of a batch of several runs inside a
+// savepoint, so a failing one is rolled back alone, except when every op is checked
+// (writeChecked) and lazy allows it: then an op that fails before writing changed
+// nothing, and one that fails after (an I/O error, say) rolls the transaction back and
+// the batch runs again with savepoints. (Two statements per op less for concurrent
+// patches, the batch's usual content.)
+func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 	errs := make([]error, len(reqs))
 	afters := make([]func(), len(reqs))
 	fail := func(err error) {
@@ -134,12 +158,14 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 	b := &batch{pending: map[string]*cached{}}
 	ctx := context.Background()
 	single := len(reqs) == 1
+	lazy = lazy && !single && !slices.ContainsFunc(reqs, func(r *writeReq) bool { return !r.checked })
+	savepoints := !single && !lazy
 	for i, r := range reqs {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
 			continue
 		}
-		if !single {
+		if savepoints {
 			if _, err := s.exec(ctx, tx, sqlSavepoint); err != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("savepoint: %w", err))
@@ -147,6 +173,7 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 			}
 		}
 		saved := clonePending(b.pending)
+		b.wrote = false
 		after, err := s.runOp(r, tx, b)
 		if err != nil {
 			errs[i] = err
@@ -156,13 +183,21 @@ func (s *SQLite) runBatch(reqs []*writeReq) {
 				r.done <- err
 				return
 			}
+			if lazy && b.wrote {
+				tx.Rollback()
+				s.runBatchAs(reqs, false)
+				return
+			}
+			if !savepoints {
+				continue // it wrote nothing
+			}
 			if _, rerr := s.exec(ctx, tx, sqlRollbackTo); rerr != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("roll back a failed write: %w", rerr))
 				return
 			}
 		}
-		if !single {
+		if savepoints {
 			if _, err := s.exec(ctx, tx, sqlRelease); err != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("release savepoint: %w", err))

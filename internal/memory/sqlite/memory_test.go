@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -300,6 +301,86 @@ func TestBatchedWritesFailAlone(t *testing.T) {
 	again, _ := s.State(ctx, th.ID, 0)
 	if !bytes.Equal(again.Doc, st.Doc) {
 		t.Errorf("committed state differs from the cached one")
+	}
+}
+
+// TestBatchOfPatchesFailingAfterWriting: patches share a batch without a savepoint each;
+// one whose statements fail after it began writing (here a trigger refuses its version
+// row) rolls the batch back, the batch runs again with savepoints, and only that patch is
+// refused. The batch is made deterministic by holding the writer until all are queued.
+func TestBatchOfPatchesFailingAfterWriting(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	const n = 6
+	ids := make([]string, n)
+	for i := range ids {
+		th, err := s.CreateThread(ctx, memory.CreateThreadParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = th.ID
+	}
+	bad := ids[3]
+	if err := s.WriteTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TEMP TRIGGER refuse AFTER INSERT ON state_versions WHEN NEW.thread_id = '`+bad+`' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	batches0 := s.batches.Load()
+	s.wmu.Lock() // the first writer leads and waits here; the others queue behind it
+	errs := make(chan error, n)
+	for i, id := range ids {
+		go func() {
+			_, err := s.PatchState(ctx, id, factPatch(i), 1, "")
+			if err != nil {
+				err = fmt.Errorf("thread %d: %w", i, err)
+			}
+			errs <- err
+		}()
+	}
+	for {
+		s.qmu.Lock()
+		queued := len(s.queue)
+		s.qmu.Unlock()
+		if queued == n {
+			break
+		}
+		runtime.Gosched()
+	}
+	s.wmu.Unlock()
+	var failed []error
+	for range ids {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0].Error(), "thread 3:") || !strings.Contains(failed[0].Error(), "refused by the test") {
+		t.Fatalf("failed writes %v, want only thread 3's", failed)
+	}
+	if got := s.batches.Load() - batches0; got != 1 {
+		t.Fatalf("%d batches, want the %d patches in one", got, n)
+	}
+	for i, id := range ids {
+		s.Forget(id)
+		st, err := s.State(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if id == bad {
+			want = 1
+		}
+		if st.Version != want || bytes.Contains(st.Doc, []byte(`"f`+fmt.Sprint(i)+`"`)) != (want == 2) {
+			t.Errorf("thread %d: version %d, doc %s; want version %d", i, st.Version, st.Doc, want)
+		}
+		evs, err := s.Events(ctx, id, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != want {
+			t.Errorf("thread %d: %d events, want %d", i, len(evs), want)
+		}
 	}
 }
 

@@ -730,7 +730,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		}
 	}
 	var res memory.PatchResult
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err := s.writeChecked(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		cur, err := s.latestForWrite(ctx, tx, b, id)
 		if err != nil {
 			return nil, err
@@ -760,6 +760,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 			return nil, &memory.TooLargeError{What: "the patched state", Limit: memory.MaxStateBytes}
 		}
 		data, _ := json.Marshal(map[string]any{"version": v, "state_ref": memory.StateRef(v), "ops": nops, "author": author})
+		b.writing() // every check above changed nothing
 		r, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, id, memory.EventStatePatched, at.String(), data)
 		if err != nil {
 			return nil, err
