@@ -423,6 +423,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if sw.status >= 400 {
 			level = slog.LevelInfo
 		}
+		if !s.log.Enabled(r.Context(), level) {
+			return // the arguments below cost allocations even when the record is dropped
+		}
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 			"bytes", sw.bytes, "ms", float64(time.Since(start).Microseconds())/1000)
 	})
