@@ -126,6 +126,7 @@ func benchPut(b *testing.B, size int, kind string) {
 	}
 	b.SetBytes(int64(len(content)))
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		if kind == "text" {
 			off := (i * 7919) % (len(src) - len(content))
@@ -139,6 +140,7 @@ func benchPut(b *testing.B, size int, kind string) {
 	if err := s.waitIndexed(ctx, th.ID); err != nil {
 		b.Fatal(err)
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-us/op")
 }
 
 // BenchmarkPatchAppend: what bench/memory's patch phase sends, without HTTP: durable

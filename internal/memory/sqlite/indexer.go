@@ -590,7 +590,8 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 // the search index, or searchWait passed (then the search answers from the index as it is).
 func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
 	var need sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, `SELECT max(rowid) FROM artifacts WHERE thread_id = ? AND fts_rowid IS NULL AND rowid > ?`,
+	// prepared: every search runs it, and parsing cost ~0.3 ms of a search's CPU
+	if err := s.readRow(ctx, `SELECT max(rowid) FROM artifacts WHERE thread_id = ? AND fts_rowid IS NULL AND rowid > ?`,
 		threadID, s.idx.mark.Load()).Scan(&need); err != nil {
 		return fmt.Errorf("search: %w", err)
 	}
