@@ -6,10 +6,11 @@
 //     durable commits;
 //   - state patches, sequential and from concurrent writers, as the state grows to -facts;
 //   - the header read p99 at 1,000 facts and lost updates from 4 concurrent writers;
-//   - 100 KB and 2 KB text artifact puts (or random binary with -binary);
+//   - 100 KB and 2 KB text artifact puts (or random binary with -binary), each kind after
+//     the index caught up with the last;
 //   - how long after a put's acknowledgement the artifact is found by search;
 //   - retrieval.search p50/p99 for one term, two terms, a phrase, a prefix and a miss at
-//     10k artifacts (and 100k with -docs 100000);
+//     10k artifacts (and 100k with -docs 100000), once the index is idle;
 //   - disk used against the bytes the user stored, and daemon RSS idle, after load and peak.
 //
 // Each of -rounds rounds uses a fresh daemon; the summary is the median per metric.
@@ -248,6 +249,9 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 		if err := r.freshness(corp, sid); err != nil {
 			return nil, err
 		}
+		if err := r.settle("the freshness puts"); err != nil { // the 100 KB thread's backlog
+			return nil, err
+		}
 		if err := r.searches(corp, sid, fmt.Sprintf("%dk", cfg.small/1000)); err != nil {
 			return nil, err
 		}
@@ -257,6 +261,9 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 			return nil, err
 		}
 		if !cfg.binary {
+			if err := r.settle("the load"); err != nil {
+				return nil, err
+			}
 			if err := r.searches(corp, sid, fmt.Sprintf("%dk", cfg.docs/1000)); err != nil {
 				return nil, err
 			}
@@ -466,6 +473,9 @@ func (r *run) puts(corp *corpus) error {
 			r.set(key+"_per_s", float64(r.cfg.big)/el.Seconds())
 			r.set(key+"_p50_ms", ms(pct(lat, 50)))
 			fmt.Printf("puts 100 KB %-6s %d over %d conn(s) = %.0f/s, p50 %v p99 %v, daemon CPU %s/put\n", kind+":", r.cfg.big, c, float64(r.cfg.big)/el.Seconds(), pct(lat, 50), pct(lat, 99), cpu)
+			if err := r.settle("these puts"); err != nil {
+				return err
+			}
 		}
 		if r.cfg.binary {
 			break
@@ -738,19 +748,8 @@ func (r *run) searches(corp *corpus, sid, at string) error {
 // checkpointer's 500 ms delay for deferred writes also counts its background sync.
 func (r *run) searchFsyncs(corp *corpus, sid, at string) error {
 	// the indexer's own checkpoints of search.db are not a search's: wait until it is idle
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		b, err := r.get(r.base + "/status")
-		if err != nil {
-			return err
-		}
-		var st struct {
-			Store struct {
-				Pending int `json:"index_pending"`
-			} `json:"store"`
-		}
-		if json.Unmarshal(b, &st) != nil || st.Store.Pending == 0 {
-			break
-		}
+	if _, err := r.indexIdle(); err != nil {
+		return err
 	}
 	time.Sleep(time.Second)
 	qs := corp.queries("two", 20)
@@ -771,6 +770,44 @@ func (r *run) searchFsyncs(corp *corpus, sid, at string) error {
 	}
 	r.set("search_fsyncs_per_query_"+at, float64(n)/float64(len(qs)))
 	fmt.Printf("search fsyncs:     %d fsync/fdatasync calls in the daemon during %d searches at %s (target 0 on the request path)\n", n, len(qs), at)
+	return nil
+}
+
+// indexIdle waits until the daemon's search index has caught up with every put (its
+// /status index_pending is 0) and returns how long that took. A daemon without /status
+// (the older prototype indexes nothing in the background) is idle at once.
+func (r *run) indexIdle() (time.Duration, error) {
+	t0 := time.Now()
+	for deadline := t0.Add(5 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		b, err := r.get(r.base + "/status")
+		if err != nil {
+			return 0, nil
+		}
+		var st struct {
+			Store *struct {
+				Pending int `json:"index_pending"`
+			} `json:"store"`
+		}
+		if json.Unmarshal(b, &st) != nil || st.Store == nil || st.Store.Pending == 0 {
+			return time.Since(t0), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the search index still trails by %d artifacts after %v", st.Store.Pending, time.Since(t0).Round(time.Second))
+		}
+	}
+}
+
+// settle waits for the index to catch up after a phase of puts, so the next phase times
+// its own work and not the indexing this one left behind, and prints how long it took.
+func (r *run) settle(after string) error {
+	c0 := r.d.cpu()
+	took, err := r.indexIdle()
+	if err != nil {
+		return err
+	}
+	if took > 100*time.Millisecond {
+		fmt.Printf("  index caught up %v after %s (daemon CPU %v meanwhile)\n", took.Round(time.Millisecond), after, (r.d.cpu() - c0).Round(time.Millisecond))
+	}
 	return nil
 }
 
