@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -229,5 +230,80 @@ func TestCheckpointerConnectionWorks(t *testing.T) {
 	}
 	if busy != 0 || done != log {
 		t.Fatalf("checkpoint: busy %d, %d of %d frames", busy, done, log)
+	}
+}
+
+// TestQuietCheckpointKeepsTheRewind: after deferred commits alone (searches' bookkeeping)
+// the checkpoint copies the WAL without holding the writer, yet no request's commit may
+// rewind the WAL, as the rewind fsyncs. A commit after a complete copy rewinds it (the
+// control); with pinWAL's reader opened before the copy it appends instead; and
+// checkpoint(true) then copies
+// the rest and rewinds the WAL with its own write.
+func TestQuietCheckpointKeepsTheRewind(t *testing.T) {
+	st := openStore(t)
+	close(st.ckQuit) // the background checkpointer would race with the copies below
+	<-st.ckDone
+	st.ckQuit = make(chan struct{})
+	ctx := memory.Deferred(context.Background())
+	tid := newThread(t, st)
+	n := 0
+	// search results, as searches write them: the indexer never reads them (its reads on
+	// the WAL would hold the copy back at random)
+	commit := func() {
+		t.Helper()
+		n++
+		if _, err := st.PutArtifact(ctx, tid, memory.PutArtifactParams{Name: fmt.Sprintf("n%d.md", n), Type: "markdown", Content: []byte(fmt.Sprintf("note %d", n)),
+			Capability: memory.SearchCapability}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// walFrames copies the WAL (as far as readers allow) and returns its length in frames.
+	walFrames := func() int {
+		t.Helper()
+		var busy, frames, done int
+		if err := st.ck.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("checkpoint: busy %d, %d of %d frames", busy, done, frames)
+		return frames
+	}
+	for range 5 {
+		commit()
+	}
+	long := walFrames()
+	commit()
+	if got := walFrames(); got >= long {
+		t.Fatalf("control: a commit after a complete copy left %d frames (had %d): it did not rewind the WAL", got, long)
+	}
+	for range 5 {
+		commit()
+	}
+	// pinned before the copy, as checkpoint pins it: the reader's snapshot uses the WAL
+	pin, err := st.pinWAL(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long = walFrames()
+	commit()
+	if got := walFrames(); got <= long {
+		pin.Rollback()
+		t.Fatalf("with the WAL pinned a commit left %d frames (had %d): it rewound the WAL", got, long)
+	}
+	pin.Rollback()
+	var before, after int
+	restarts := `SELECT coalesce((SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'wal_restarts'), 0)`
+	if err := st.r.QueryRow(restarts).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	commit()
+	st.checkpoint(true)
+	if err := st.r.QueryRow(restarts).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before+1 {
+		t.Fatalf("wal_restarts %d -> %d: the quiet checkpoint did not rewind the WAL itself", before, after)
+	}
+	if got := walFrames(); got > long {
+		t.Fatalf("after the quiet checkpoint the WAL holds %d frames: it was not rewound", got)
 	}
 }
