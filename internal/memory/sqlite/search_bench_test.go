@@ -117,6 +117,36 @@ func BenchmarkSearchText10k(b *testing.B) {
 	}
 }
 
+// BenchmarkSearchText100KB searches 300 artifacts of ~100 KB of real text (whole source
+// files and logs, as agents store them): a hit's snippet is cut from its whole text, so
+// this is where a large document's cost shows.
+func BenchmarkSearchText100KB(b *testing.B) {
+	text := repoText(b)
+	words, pairs := queryWords(text)
+	const size = 100 << 10
+	db, tid := benchStore(b, 300, func(i int) (string, string) {
+		off := (i * 7919 * 4096) % (len(text) - size)
+		return fmt.Sprintf("big%03d.md", i), fmt.Sprintf("big%03d\n", i) + strings.ToValidUTF8(text[off:off+size-100], "")
+	})
+	ctx := context.Background()
+	kinds := map[string]func(rng *rand.Rand) string{
+		"one":    func(rng *rand.Rand) string { return words[rng.IntN(len(words))] },
+		"phrase": func(rng *rand.Rand) string { return `"` + pairs[rng.IntN(len(pairs))] + `"` },
+	}
+	for _, kind := range []string{"one", "phrase"} {
+		b.Run(kind, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if _, err := db.Search(ctx, tid, memory.SearchQuery{Query: kinds[kind](rng), Limit: 10}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
 // cpuTime is the CPU (user and system) this process has used.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
