@@ -371,22 +371,27 @@ func artifactText(token, ref string) (string, error) {
 	if !ok {
 		return "", nil // a stale view (another open): no snippet rather than a failed search
 	}
-	s := v.(*SQLite)
+	return v.(*SQLite).indexedText(context.Background(), ref), nil
+}
+
+// indexedText is the text of relay.db's artifact ref as the index saw it; "" when the
+// artifact is missing or unreadable (the hit then has no snippet, but stands).
+func (s *SQLite) indexedText(ctx context.Context, ref string) string {
 	var typ string
 	var content []byte
 	var enc int
-	st, err := s.rstmts.get(context.Background(), s.r, `SELECT a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref WHERE a.ref = ?`)
+	st, err := s.rstmts.get(ctx, s.r, `SELECT a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref WHERE a.ref = ?`)
 	if err == nil {
-		err = st.QueryRowContext(context.Background(), ref).Scan(&typ, &content, &enc)
+		err = st.QueryRowContext(ctx, ref).Scan(&typ, &content, &enc)
 	}
 	if err != nil {
-		return "", nil // a missing or unreadable artifact has no snippet; the hit stands
+		return ""
 	}
 	text, err := searchText(typ, content, enc)
 	if err != nil {
-		return "", nil
+		return ""
 	}
-	return text, nil
+	return text
 }
 
 // runIndexer indexes new artifacts until the store closes.

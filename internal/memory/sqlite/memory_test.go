@@ -321,6 +321,7 @@ func TestBatchOfPatchesFailingAfterWriting(t *testing.T) {
 		ids[i] = th.ID
 	}
 	bad := ids[3]
+	stopCheckpointer(s) // its WAL restart after the threads' commits would be a batch of its own
 	if err := s.WriteTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TEMP TRIGGER refuse AFTER INSERT ON state_versions WHEN NEW.thread_id = '`+bad+`' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)
 		return err

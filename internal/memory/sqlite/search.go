@@ -224,36 +224,12 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if len(rowids) == 0 {
 		return hits, nil
 	}
-	first, last := rowids[0], rowids[0]
 	at := make(map[int64]int, len(rowids))
 	ph := "?" + strings.Repeat(",?", len(rowids)-1)
-	args := []any{markOpen, markClose, match}
 	ids := make([]any, len(rowids))
 	for i, id := range rowids {
-		first, last = min(first, id), max(last, id)
 		at[id] = i
 		ids[i] = id
-	}
-	args = append(append(args, first, last), ids...)
-	srows, err := s.searchRows(ctx, sqlSnippets(len(rowids)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("search snippet: %w", err)
-	}
-	snips := make([]string, len(rowids))
-	for srows.Next() {
-		var id int64
-		var snip string
-		if err := srows.Scan(&id, &snip); err != nil {
-			srows.Close()
-			return nil, fmt.Errorf("search snippet: %w", err)
-		}
-		if i, ok := at[id]; ok {
-			snips[i] = snip
-		}
-	}
-	srows.Close()
-	if err := srows.Err(); err != nil {
-		return nil, fmt.Errorf("search snippet: %w", err)
 	}
 	// The hits' refs, names and types in one query (one per hit cost a statement each).
 	drows, err := s.searchRows(ctx, `SELECT fts_rowid, ref, name, ty FROM docs WHERE fts_rowid IN (`+ph+`)`, ids...)
@@ -280,6 +256,10 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if read != len(rowids) {
 		return nil, fmt.Errorf("search: read hits: %d of %d hits have no document row", len(rowids)-read, len(rowids))
 	}
+	snips, err := s.snippets(ctx, terms, match, hits, rowids)
+	if err != nil {
+		return nil, err
+	}
 	for i := range hits {
 		snip := snips[i]
 		if snip == "" {
@@ -288,6 +268,100 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 		hits[i].Snippet = memory.Sanitize(highlight(snip))
 	}
 	return hits, nil
+}
+
+// snippets returns the hits' snippets: a hit with little text gets FTS5's snippet() on the
+// index, one walk of the MATCH for all of them; one with more than wholeSnippetBytes, a
+// snippet cut from windows of its text (cutSnippets).
+func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match string, hits []memory.SearchHit, rowids []int64) ([]string, error) {
+	snips := make([]string, len(hits))
+	big, err := s.largeHits(ctx, hits)
+	if err != nil {
+		return nil, err
+	}
+	var small []int64
+	var bigAt []int
+	var texts []string
+	for i, id := range rowids {
+		if !big[i] {
+			small = append(small, id)
+			continue
+		}
+		if text := s.indexedText(ctx, hits[i].Ref); text != "" {
+			bigAt, texts = append(bigAt, i), append(texts, text)
+		}
+	}
+	if len(texts) > 0 {
+		cut, err := cutSnippets(ctx, terms, texts)
+		if err != nil {
+			return nil, fmt.Errorf("search snippet: %w", err)
+		}
+		for k, i := range bigAt {
+			snips[i] = cut[k]
+		}
+	}
+	if len(small) == 0 {
+		return snips, nil
+	}
+	at := make(map[int64]int, len(rowids))
+	for i, id := range rowids {
+		at[id] = i
+	}
+	first, last := small[0], small[0]
+	args := []any{markOpen, markClose, match, 0, 0}
+	for _, id := range small {
+		first, last = min(first, id), max(last, id)
+		args = append(args, id)
+	}
+	args[3], args[4] = first, last
+	rows, err := s.searchRows(ctx, sqlSnippets(len(small)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("search snippet: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var snip string
+		if err := rows.Scan(&id, &snip); err != nil {
+			return nil, fmt.Errorf("search snippet: %w", err)
+		}
+		if i, ok := at[id]; ok {
+			snips[i] = snip
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search snippet: %w", err)
+	}
+	return snips, nil
+}
+
+// largeHits reports which hits have more text than wholeSnippetBytes (a binary body has
+// none to cut from).
+func (s *SQLite) largeHits(ctx context.Context, hits []memory.SearchHit) ([]bool, error) {
+	big := make([]bool, len(hits))
+	refs := make([]any, len(hits))
+	at := make(map[string]int, len(hits))
+	for i, h := range hits {
+		refs[i] = h.Ref
+		at[h.Ref] = i
+	}
+	rows, err := s.readRows(ctx, `SELECT ref, size FROM artifacts WHERE type <> '`+memory.TypeBinary+`' AND size > `+
+		fmt.Sprint(wholeSnippetBytes)+` AND ref IN (?`+strings.Repeat(",?", len(hits)-1)+`)`, refs...)
+	if err != nil {
+		return nil, fmt.Errorf("search: read hits: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ref string
+		var size int64
+		if err := rows.Scan(&ref, &size); err != nil {
+			return nil, fmt.Errorf("search: read hits: %w", err)
+		}
+		if i, ok := at[ref]; ok {
+			big[i] = true
+		}
+	}
+	return big, rows.Err()
 }
 
 // sqlSnippets is the query for the snippets of n hits (arguments: the two marks, the MATCH,
