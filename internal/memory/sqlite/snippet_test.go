@@ -41,7 +41,7 @@ func TestLargeHitSnippetFindsTheMatch(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ q, want string }{
 		{"checkpointer", "**Checkpointer**"},
-		{"rewinding", "**rewinds**"},        // a stem of the word, not the word
+		{"rewinding", "**rewinds**"},       // a stem of the word, not the word
 		{`"copying it"`, "**copying it**"}, // a phrase
 		{"checkpointer rewinds", "**Checkpointer** **rewinds**"},
 	} {
