@@ -774,7 +774,8 @@ func (r *run) searchFsyncs(corp *corpus, sid, at string) error {
 }
 
 // indexIdle waits until the daemon's search index has caught up with every put (its
-// /status index_pending is 0) and returns how long that took. A daemon without /status
+// /status index_pending is 0) and merged its segments once idle (index_merge_due false),
+// and returns how long that took. A daemon without /status
 // (the older prototype indexes nothing in the background) is idle at once.
 func (r *run) indexIdle() (time.Duration, error) {
 	t0 := time.Now()
@@ -785,14 +786,15 @@ func (r *run) indexIdle() (time.Duration, error) {
 		}
 		var st struct {
 			Store *struct {
-				Pending int `json:"index_pending"`
+				Pending  int  `json:"index_pending"`
+				MergeDue bool `json:"index_merge_due"`
 			} `json:"store"`
 		}
-		if json.Unmarshal(b, &st) != nil || st.Store == nil || st.Store.Pending == 0 {
+		if json.Unmarshal(b, &st) != nil || st.Store == nil || (st.Store.Pending == 0 && !st.Store.MergeDue) {
 			return time.Since(t0), nil
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the search index still trails by %d artifacts after %v", st.Store.Pending, time.Since(t0).Round(time.Second))
+			return 0, fmt.Errorf("the search index still trails by %d artifacts (merge due: %v) after %v", st.Store.Pending, st.Store.MergeDue, time.Since(t0).Round(time.Second))
 		}
 	}
 }

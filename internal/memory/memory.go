@@ -327,6 +327,9 @@ type StoreStats struct {
 	// (stores that index in the background; 0 otherwise).
 	IndexPending      int64 `json:"index_pending"`
 	IndexPendingBytes int64 `json:"index_pending_bytes"`
+	// IndexMergeDue: enough was indexed since the index was last merged into one segment
+	// that the indexer will merge it once idle (SQLite's background index).
+	IndexMergeDue bool `json:"index_merge_due,omitempty"`
 }
 
 // Limits of the store.

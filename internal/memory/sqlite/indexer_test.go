@@ -313,3 +313,47 @@ func stopCheckpointer(s *SQLite) {
 	<-s.ckDone
 	s.ckQuit = make(chan struct{})
 }
+
+// TestIdleMerge: once the indexer has had nothing to index for idleMergeAfter, it merges
+// the index's segments into one (a merge step then finds nothing to do), and searches
+// find what they found before.
+func TestIdleMerge(t *testing.T) {
+	defer func(d time.Duration) { idleMergeAfter = d }(idleMergeAfter)
+	idleMergeAfter = time.Millisecond
+	st := openStore(t)
+	tid := newThread(t, st)
+	ctx := context.Background()
+	for i := range 300 { // ~1.2 MB in batches of at most 256 KB: several segments
+		body := fmt.Sprintf("note %d: the indexer merges segment %d when idle\n%s", i, i%7, filler(4000))
+		put(t, st, tid, fmt.Sprintf("n%03d.md", i), "markdown", body)
+	}
+	before, err := st.Search(ctx, tid, memory.SearchQuery{Query: "segment 3", Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	for st.idx.merges.Load() == 0 {
+		if time.Now().After(deadline.Add(-5 * time.Second)) {
+			t.Fatalf("no idle merge (%d bytes indexed since the last)", st.idx.sinceMerge.Load())
+		}
+		runtime.Gosched()
+	}
+	if more, err := st.mergeStep(ctx); err != nil || more {
+		t.Fatalf("after the idle merge a merge step did work (%v, %v): the index was not one segment", more, err)
+	}
+	after, err := st.Search(ctx, tid, memory.SearchQuery{Query: "segment 3", Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) == 0 || len(after) != len(before) {
+		t.Fatalf("%d hits before the merge, %d after", len(before), len(after))
+	}
+	for i := range before {
+		if before[i].Ref != after[i].Ref {
+			t.Fatalf("hit %d: %s before the merge, %s after", i, before[i].Ref, after[i].Ref)
+		}
+	}
+}

@@ -1236,6 +1236,7 @@ func (s *SQLite) Stats(ctx context.Context) (memory.StoreStats, error) {
 		return st, fmt.Errorf("read store stats: %w", err)
 	}
 	st.IndexPending, st.IndexPendingBytes = int64(n), max(0, s.idx.pending.Load())
+	st.IndexMergeDue = s.mergeDue()
 	for _, p := range []string{s.path, filepath.Join(s.home, SearchDBFile)} {
 		for _, suf := range []string{"", "-wal", "-shm"} {
 			if fi, err := os.Stat(p + suf); err == nil {
