@@ -20,11 +20,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/relaydev/relay/bench/internal/proc"
 )
 
 func main() {
@@ -211,7 +211,7 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, proje
 	times := make([]time.Duration, n)
 	before := daemonRequests(home)
 	daemonPID := daemonPID(home)
-	daemonCPU, mcpCPU := procCPU(daemonPID), procCPU(mcpPID)
+	daemonCPU, mcpCPU := proc.CPU(daemonPID), proc.CPU(mcpPID)
 	for i := range times {
 		q := fmt.Sprintf("%s note%d", queries[i%len(queries)], i%searchNotes) // distinct: no cache hit
 		s := time.Now()
@@ -222,7 +222,7 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, proje
 		}
 	}
 	fmt.Printf("read op=search over MCP stdio at %d notes, %d searches (thread passed: %v): p50 %s  p99 %s\n", searchNotes, n, passThread, us(pct(times, 50)), us(pct(times, 99)))
-	if d, m := procCPU(daemonPID)-daemonCPU, procCPU(mcpPID)-mcpCPU; daemonCPU > 0 && mcpCPU > 0 {
+	if d, m := proc.CPU(daemonPID)-daemonCPU, proc.CPU(mcpPID)-mcpCPU; daemonCPU > 0 && mcpCPU > 0 {
 		// CPU per search compares builds on a busy machine, where wall-clock times do not
 		fmt.Printf("CPU per search: daemon %s, relay mcp %s\n", us(d/time.Duration(n)), us(m/time.Duration(n)))
 	}
@@ -242,26 +242,6 @@ func daemonPID(home string) int {
 		return 0
 	}
 	return info.PID
-}
-
-// procCPU is a process's user+system CPU time so far, from /proc (0 when unknown: not
-// Linux, or no such process).
-func procCPU(pid int) time.Duration {
-	if pid <= 0 {
-		return 0
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// the command name may hold spaces; the fields after it are fixed
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
 func text(r *sdk.CallToolResult) string {

@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relaydev/relay/internal/relayhome"
-
+	"github.com/relaydev/relay/bench/internal/proc"
 	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/relaydev/relay/internal/relayhome"
 )
 
 // daemon is the store under test: a relay daemon this bench started (a child process, or
@@ -124,25 +124,8 @@ func (d *daemon) rss() (cur, peak float64) {
 	return cur, peak
 }
 
-// cpu is the daemon's user+system CPU time so far (0 when unknown): per-operation CPU is
-// the figure that survives a machine busy with other work, where wall-clock rates do not.
-func (d *daemon) cpu() time.Duration {
-	if d.pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(d.pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// the command name may hold spaces; the fields after it are fixed
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
+// cpu is the daemon's user+system CPU time so far (0 when unknown).
+func (d *daemon) cpu() time.Duration { return proc.CPU(d.pid) }
 
 // diskUsage is the space allocated to files under dir (like du), and the part of it
 // under dir/sub.

@@ -5,23 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/relaydev/relay/internal/mcp"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/relaydev/relay/internal/testsupport"
 	"github.com/relaydev/relay/internal/testsupport/realtext"
 )
 
@@ -40,7 +36,7 @@ var loopProfile = flag.String("searchprofile", "", "BenchmarkSearchCall1kNotes: 
 // layer and daemon together).
 func BenchmarkSearchCall1kNotes(b *testing.B) {
 	const notes = 1000
-	text := moduleText(b)
+	text := realtext.ModuleText(b)
 	terms := realtext.Terms(text)
 	home := b.TempDir()
 	ctx := context.Background()
@@ -116,7 +112,7 @@ func BenchmarkSearchCall1kNotes(b *testing.B) {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	cpu0 := cpuTime()
+	cpu0 := testsupport.CPUTime()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -124,45 +120,5 @@ func BenchmarkSearchCall1kNotes(b *testing.B) {
 		i++
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the CPU (user and system) this process has used: it compares runs on a shared
-// machine better than wall time does.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// moduleText is this module's Go and Markdown text, in path order (deterministic for a commit).
-func moduleText(b *testing.B) string {
-	b.Helper()
-	var sb strings.Builder
-	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == ".cache") {
-			return filepath.SkipDir
-		}
-		if ext := filepath.Ext(p); !d.IsDir() && (ext == ".go" || ext == ".md") {
-			body, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sb.Write(body)
-			sb.WriteByte('\n')
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if sb.Len() < 1<<20 {
-		b.Fatalf("only %d bytes of text under the module root", sb.Len())
-	}
-	return sb.String()
+	b.ReportMetric(float64(testsupport.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }

@@ -48,6 +48,23 @@ type CallEffects struct {
 	Metrics Metrics
 }
 
+// Checked validates what the effects write to thread id before a store writes anything:
+// touches says whether they change the thread at all, data is the event's encoded data.
+func (e CallEffects) Checked(id string) (touches bool, data []byte, err error) {
+	touches = e.EventType != "" || e.Metrics != (Metrics{})
+	if touches {
+		if err := CheckThreadID(id); err != nil {
+			return false, nil, err
+		}
+	}
+	if e.EventType != "" {
+		if data, err = EncodeEvent(e.EventType, e.EventData); err != nil {
+			return false, nil, err
+		}
+	}
+	return touches, data, nil
+}
+
 // MaxCacheEntries bounds the capability cache so it cannot grow without limit; the
 // soonest-expiring entries go first.
 const MaxCacheEntries = 10000

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // typo swaps two adjacent letters inside the longest word of a line.
@@ -96,7 +98,7 @@ func BenchmarkSearchReplace50Damaged10k(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := testsupport.CPUTime()
 	defer func() { reportCPU(b, c0) }()
 	for b.Loop() {
 		if _, err := Apply(orig, true, MultiSearchReplace, p, Options{}); err != nil {
@@ -143,7 +145,7 @@ func BenchmarkNewUnified100Hunks20k(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := testsupport.CPUTime()
 	defer func() { reportCPU(b, c0) }()
 	for b.Loop() {
 		if _, err := Apply(orig, true, NewUnified, p, Options{}); err != nil {
@@ -192,7 +194,7 @@ func BenchmarkParse5MB500Files(b *testing.B) {
 	b.SetBytes(int64(len(resp)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := testsupport.CPUTime()
 	defer func() { reportCPU(b, c0) }()
 	for b.Loop() {
 		if _, err := Parse(resp); err != nil {
@@ -206,7 +208,7 @@ func BenchmarkSearchReplaceScaling(b *testing.B) {
 	for _, n := range []int{5000, 10000, 20000, 40000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			orig, p, _ := damagedSR(b, n, 50)
-			c0 := cpuTime()
+			c0 := testsupport.CPUTime()
 			defer func() { reportCPU(b, c0) }()
 			for b.Loop() {
 				if _, err := Apply(orig, true, MultiSearchReplace, p, Options{}); err != nil {
@@ -219,7 +221,7 @@ func BenchmarkSearchReplaceScaling(b *testing.B) {
 
 // reportCPU adds cpu-ms/op: CPU time per operation, robust to a busy machine.
 func reportCPU(b *testing.B, c0 time.Duration) {
-	if c := cpuTime() - c0; c > 0 && b.N > 0 {
+	if c := testsupport.CPUTime() - c0; c > 0 && b.N > 0 {
 		b.ReportMetric(float64(c.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // BenchmarkFailingHunks100Other20k: the error path (100 hunks made for another
@@ -30,7 +32,7 @@ func BenchmarkFailingHunks100Other20k(b *testing.B) {
 		b.Fatal("a patch for another file applied")
 	}
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := testsupport.CPUTime()
 	defer func() { reportCPU(b, c0) }()
 	for b.Loop() {
 		if _, err := Apply(orig, true, NewUnified, p, Options{}); err == nil {

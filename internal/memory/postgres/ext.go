@@ -54,21 +54,12 @@ func cachePut(ctx context.Context, tx pgx.Tx, key string, r memory.CachedResult,
 // and the metrics in one transaction.
 func (s *Store) RecordCall(ctx context.Context, rec memory.CallRecord) (memory.Event, error) {
 	id := rec.Call.ThreadID
-	touches := rec.EventType != "" || rec.Metrics != (memory.Metrics{})
-	var data []byte
-	if touches {
-		if err := memory.CheckThreadID(id); err != nil {
-			return memory.Event{}, err
-		}
-	}
-	if rec.EventType != "" {
-		var err error
-		if data, err = memory.EncodeEvent(rec.EventType, rec.EventData); err != nil {
-			return memory.Event{}, err
-		}
+	touches, data, err := rec.Checked(id)
+	if err != nil {
+		return memory.Event{}, err
 	}
 	var ev memory.Event
-	err := s.tx(ctx, "record capability call", func(tx pgx.Tx) error {
+	err = s.tx(ctx, "record capability call", func(tx pgx.Tx) error {
 		if touches { // the thread's row lock first, as every write that adds an event takes it
 			if _, _, _, err := lockThread(ctx, tx, id); err != nil {
 				return err

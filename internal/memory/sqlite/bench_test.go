@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // BenchmarkPatchState: one durable (synchronous=FULL) patch on a 50-fact state, no HTTP.
@@ -126,7 +127,7 @@ func benchPut(b *testing.B, size int, kind string) {
 	}
 	b.SetBytes(int64(len(content)))
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := testsupport.CPUTime()
 	for i := 0; i < b.N; i++ {
 		if kind == "text" {
 			off := (i * 7919) % (len(src) - len(content))
@@ -140,7 +141,7 @@ func benchPut(b *testing.B, size int, kind string) {
 	if err := s.waitIndexed(ctx, th.ID); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-us/op")
+	b.ReportMetric(float64(testsupport.CPUTime()-cpu0)/1e3/float64(b.N), "cpu-us/op")
 }
 
 // BenchmarkPatchAppend: what bench/memory's patch phase sends, without HTTP: durable
@@ -170,7 +171,7 @@ func BenchmarkPatchAppend(b *testing.B) {
 				tids[w] = th.ID
 			}
 			errs := make(chan error, writers)
-			cpu0, batches0, ops0 := cpuTime(), s.batches.Load(), s.batchedOps.Load()
+			cpu0, batches0, ops0 := testsupport.CPUTime(), s.batches.Load(), s.batchedOps.Load()
 			b.ResetTimer()
 			for w, tid := range tids {
 				go func() {
@@ -190,7 +191,7 @@ func BenchmarkPatchAppend(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64(testsupport.CPUTime()-cpu0)/1e3/float64(b.N), "cpu-us/op")
 			b.ReportMetric(float64(s.batchedOps.Load()-ops0)/float64(s.batches.Load()-batches0), "ops/batch")
 		})
 	}

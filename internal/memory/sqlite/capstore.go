@@ -101,21 +101,12 @@ func (s *SQLite) cachePut(ctx context.Context, tx *sql.Tx, key string, r memory.
 // WAL append and wake-up of the thread's followers).
 func (s *SQLite) RecordCall(ctx context.Context, rec memory.CallRecord) (memory.Event, error) {
 	id := rec.Call.ThreadID
-	var data []byte
-	touches := rec.EventType != "" || rec.Metrics != (memory.Metrics{})
-	if touches {
-		if err := memory.CheckThreadID(id); err != nil {
-			return memory.Event{}, err
-		}
-	}
-	if rec.EventType != "" {
-		var err error
-		if data, err = memory.EncodeEvent(rec.EventType, rec.EventData); err != nil {
-			return memory.Event{}, err
-		}
+	touches, data, err := rec.Checked(id)
+	if err != nil {
+		return memory.Event{}, err
 	}
 	var ev memory.Event
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
 		if rec.Cache != nil {
 			if err := s.cachePut(ctx, tx, rec.CacheKey, *rec.Cache, rec.Call.At); err != nil {
 				return nil, fmt.Errorf("write capability cache: %w", err)

@@ -3,9 +3,15 @@
 package realtext
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 	"unicode"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // Words splits text into lowercase words of letters.
@@ -36,4 +42,35 @@ func Terms(texts ...string) []string {
 		return words[i] < words[j]
 	})
 	return words[min(50, len(words)):min(2050, len(words))]
+}
+
+// ModuleText is this module's Go and Markdown text, in path order (deterministic for a
+// commit): at least 1 MB of what users store (source and docs), for benchmarks.
+func ModuleText(tb testing.TB) string {
+	tb.Helper()
+	var sb strings.Builder
+	err := filepath.WalkDir(testsupport.RepoRoot(tb), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == ".cache") {
+			return filepath.SkipDir
+		}
+		if ext := filepath.Ext(p); !d.IsDir() && (ext == ".go" || ext == ".md") {
+			body, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sb.Write(body)
+			sb.WriteByte('\n')
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if sb.Len() < 1<<20 {
+		tb.Fatalf("only %d bytes of text under the module root", sb.Len())
+	}
+	return sb.String()
 }
