@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,21 +316,38 @@ func stopCheckpointer(s *SQLite) {
 }
 
 // TestIdleMerge: once the indexer has had nothing to index for idleMergeAfter, it merges
-// the index's segments into one (a merge step then finds nothing to do), and searches
-// find what they found before.
+// the index's segments into one (a merge step then finds nothing to do), and a search finds
+// exactly the artifacts holding its word, before the merge as after it.
 func TestIdleMerge(t *testing.T) {
 	defer func(d time.Duration) { idleMergeAfter = d }(idleMergeAfter)
 	idleMergeAfter = time.Millisecond
 	st := openStore(t)
 	tid := newThread(t, st)
 	ctx := context.Background()
+	var want []string    // the artifacts holding "kind3"
 	for i := range 300 { // ~1.2 MB in batches of at most 256 KB: several segments
-		body := fmt.Sprintf("note %d: the indexer merges segment %d when idle\n%s", i, i%7, filler(4000))
-		put(t, st, tid, fmt.Sprintf("n%03d.md", i), "markdown", body)
+		body := fmt.Sprintf("note %d of kind%d\n%s", i, i%7, filler(4000))
+		ref := put(t, st, tid, fmt.Sprintf("n%03d.md", i), "markdown", body)
+		if i%7 == 3 {
+			want = append(want, ref)
+		}
 	}
-	before, err := st.Search(ctx, tid, memory.SearchQuery{Query: "segment 3", Limit: 50})
-	if err != nil {
-		t.Fatal(err)
+	found := func() []string {
+		t.Helper()
+		hits, err := st.Search(ctx, tid, memory.SearchQuery{Query: "kind3", Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refs []string
+		for _, h := range hits {
+			refs = append(refs, h.Ref)
+		}
+		slices.Sort(refs)
+		return refs
+	}
+	slices.Sort(want)
+	if got := found(); !slices.Equal(got, want) {
+		t.Fatalf("before the merge: %d hits, want the %d artifacts holding the word", len(got), len(want))
 	}
 	deadline, ok := t.Deadline()
 	if !ok {
@@ -344,16 +362,7 @@ func TestIdleMerge(t *testing.T) {
 	if more, err := st.mergeStep(ctx); err != nil || more {
 		t.Fatalf("after the idle merge a merge step did work (%v, %v): the index was not one segment", more, err)
 	}
-	after, err := st.Search(ctx, tid, memory.SearchQuery{Query: "segment 3", Limit: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(before) == 0 || len(after) != len(before) {
-		t.Fatalf("%d hits before the merge, %d after", len(before), len(after))
-	}
-	for i := range before {
-		if before[i].Ref != after[i].Ref {
-			t.Fatalf("hit %d: %s before the merge, %s after", i, before[i].Ref, after[i].Ref)
-		}
+	if got := found(); !slices.Equal(got, want) {
+		t.Fatalf("after the merge: %d hits, want the %d artifacts holding the word", len(got), len(want))
 	}
 }

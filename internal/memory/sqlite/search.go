@@ -256,7 +256,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if read != len(rowids) {
 		return nil, fmt.Errorf("search: read hits: %d of %d hits have no document row", len(rowids)-read, len(rowids))
 	}
-	snips, err := s.snippets(ctx, terms, match, hits, rowids)
+	snips, err := s.snippets(ctx, terms, match, hits, rowids, at)
 	if err != nil {
 		return nil, err
 	}
@@ -270,10 +270,11 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	return hits, nil
 }
 
-// snippets returns the hits' snippets: a hit with little text gets FTS5's snippet() on the
-// index, one walk of the MATCH for all of them; one with more than wholeSnippetBytes, a
-// snippet cut from windows of its text (cutSnippets).
-func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match string, hits []memory.SearchHit, rowids []int64) ([]string, error) {
+// snippets returns the hits' snippets (hit i has index rowid rowids[i], and at[rowid] is i):
+// a hit with little text gets FTS5's snippet() on the index, one walk of the MATCH for all
+// of them; one with more than wholeSnippetBytes, a snippet cut from windows of its text
+// (cutSnippets).
+func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match string, hits []memory.SearchHit, rowids []int64, at map[int64]int) ([]string, error) {
 	snips := make([]string, len(hits))
 	big, err := s.largeHits(ctx, hits)
 	if err != nil {
@@ -302,10 +303,6 @@ func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match stri
 	}
 	if len(small) == 0 {
 		return snips, nil
-	}
-	at := make(map[int64]int, len(rowids))
-	for i, id := range rowids {
-		at[id] = i
 	}
 	first, last := small[0], small[0]
 	args := []any{markOpen, markClose, match, 0, 0}
@@ -345,7 +342,7 @@ func (s *SQLite) largeHits(ctx context.Context, hits []memory.SearchHit) ([]bool
 		refs[i] = h.Ref
 		at[h.Ref] = i
 	}
-	rows, err := s.readRows(ctx, `SELECT ref, size FROM artifacts WHERE type <> '`+memory.TypeBinary+`' AND size > `+
+	rows, err := s.readRows(ctx, `SELECT ref FROM artifacts WHERE type <> '`+memory.TypeBinary+`' AND size > `+
 		fmt.Sprint(wholeSnippetBytes)+` AND ref IN (?`+strings.Repeat(",?", len(hits)-1)+`)`, refs...)
 	if err != nil {
 		return nil, fmt.Errorf("search: read hits: %w", err)
@@ -353,8 +350,7 @@ func (s *SQLite) largeHits(ctx context.Context, hits []memory.SearchHit) ([]bool
 	defer rows.Close()
 	for rows.Next() {
 		var ref string
-		var size int64
-		if err := rows.Scan(&ref, &size); err != nil {
+		if err := rows.Scan(&ref); err != nil {
 			return nil, fmt.Errorf("search: read hits: %w", err)
 		}
 		if i, ok := at[ref]; ok {

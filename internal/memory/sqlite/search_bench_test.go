@@ -100,26 +100,30 @@ func BenchmarkSearchText10k(b *testing.B) {
 		off := (i * 7919 * 2048) % (len(text) - 2048)
 		return fmt.Sprintf("doc%05d.md", i), fmt.Sprintf("doc%05d\n", i) + strings.ToValidUTF8(text[off:off+2000], "")
 	})
-	kinds := map[string]func(rng *rand.Rand) string{
-		"one":    func(rng *rand.Rand) string { return words[rng.IntN(len(words))] },
-		"two":    func(rng *rand.Rand) string { return words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))] },
-		"phrase": func(rng *rand.Rand) string { return `"` + pairs[rng.IntN(len(pairs))] + `"` },
-		"miss":   func(rng *rand.Rand) string { return fmt.Sprintf("zqxv%dwq", rng.IntN(1e6)) },
-	}
-	searchKinds(b, db, tid, kinds, "one", "two", "phrase", "miss")
+	searchKinds(b, db, tid, []queryKind{
+		{"one", func(rng *rand.Rand) string { return words[rng.IntN(len(words))] }},
+		{"two", func(rng *rand.Rand) string { return words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))] }},
+		{"phrase", func(rng *rand.Rand) string { return `"` + pairs[rng.IntN(len(pairs))] + `"` }},
+		{"miss", func(rng *rand.Rand) string { return fmt.Sprintf("zqxv%dwq", rng.IntN(1e6)) }},
+	})
 }
 
-// searchKinds runs a sub-benchmark per kind of query, each searching tid for queries made
-// by kinds[kind], and reports CPU per search too (it compares runs on a shared machine
-// better than wall time does).
-func searchKinds(b *testing.B, db *SQLite, tid string, kinds map[string]func(*rand.Rand) string, order ...string) {
+// queryKind names a kind of query and makes queries of it.
+type queryKind struct {
+	name  string
+	query func(*rand.Rand) string
+}
+
+// searchKinds runs a sub-benchmark per kind of query, each searching tid, and reports CPU
+// per search too (it compares runs on a shared machine better than wall time does).
+func searchKinds(b *testing.B, db *SQLite, tid string, kinds []queryKind) {
 	ctx := context.Background()
-	for _, kind := range order {
-		b.Run(kind, func(b *testing.B) {
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			cpu0 := testsupport.CPUTime()
 			for b.Loop() {
-				if _, err := db.Search(ctx, tid, memory.SearchQuery{Query: kinds[kind](rng), Limit: 10}); err != nil {
+				if _, err := db.Search(ctx, tid, memory.SearchQuery{Query: k.query(rng), Limit: 10}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -139,11 +143,10 @@ func BenchmarkSearchText100KB(b *testing.B) {
 		off := (i * 7919 * 4096) % (len(text) - size)
 		return fmt.Sprintf("big%03d.md", i), fmt.Sprintf("big%03d\n", i) + strings.ToValidUTF8(text[off:off+size-100], "")
 	})
-	kinds := map[string]func(rng *rand.Rand) string{
-		"one":    func(rng *rand.Rand) string { return words[rng.IntN(len(words))] },
-		"phrase": func(rng *rand.Rand) string { return `"` + pairs[rng.IntN(len(pairs))] + `"` },
-	}
-	searchKinds(b, db, tid, kinds, "one", "phrase")
+	searchKinds(b, db, tid, []queryKind{
+		{"one", func(rng *rand.Rand) string { return words[rng.IntN(len(words))] }},
+		{"phrase", func(rng *rand.Rand) string { return `"` + pairs[rng.IntN(len(pairs))] + `"` }},
+	})
 }
 
 // queryWords returns mid-frequency words of text (realtext.Terms) and adjacent pairs of

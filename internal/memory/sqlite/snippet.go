@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -30,25 +31,33 @@ type window struct{ start, end int }
 
 // windowsOf returns up to maxWindows windows of text around the first occurrences of the
 // query's words: whole words first, then words that begin as a word of the query does (the
-// index stems "running" to "run", so "runs" matches it), in the order they occur. With no
+// index stems "running" to "run", so "runs" matches it) or with a prefix of the query, in
+// the order they occur. With no
 // occurrence (a word found in the name alone, or a case the byte search does not fold),
 // the one window is the text's start.
 func windowsOf(text string, terms []ftsquery.Term) []window {
 	var exact, stems []int
 	for _, t := range terms {
-		for _, w := range t.Words {
+		for k, w := range t.Words {
 			if i := findCased(text, w, true); i >= 0 {
 				exact = append(exact, i)
 			}
-			if stem := stemKey(w); stem != w || t.Prefix {
-				if i := findCased(text, stem, false); i >= 0 {
-					stems = append(stems, i)
-				}
+			// a prefix matches the words that begin with it, as it is
+			key := stemKey(w)
+			if t.Prefix && k == len(t.Words)-1 {
+				key = w
+			} else if key == w {
+				continue
+			}
+			if i := findCased(text, key, false); i >= 0 {
+				stems = append(stems, i)
 			}
 		}
 	}
+	slices.Sort(exact)
+	slices.Sort(stems)
 	var out []window
-	for _, at := range append(sortedInts(exact), sortedInts(stems)...) {
+	for _, at := range append(exact, stems...) {
 		if len(out) == maxWindows {
 			break
 		}
@@ -142,15 +151,6 @@ func findWord(text, w string, whole bool) int {
 // byte of a multi-byte rune (most of which are letters).
 func wordByte(b byte) bool {
 	return b >= 0x80 || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b >= 'A' && b <= 'Z'
-}
-
-func sortedInts(a []int) []int {
-	for i := 1; i < len(a); i++ { // a query has a handful of words
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-	return a
 }
 
 // snippetDB is an in-memory FTS5 table tokenized as the index's body column is, in which

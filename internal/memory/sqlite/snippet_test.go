@@ -85,8 +85,8 @@ func TestCutSnippetsFallsBack(t *testing.T) {
 	}
 }
 
-// TestWindowsOf: whole words before stems, cased variants, no overlap, the start when
-// nothing occurs.
+// TestWindowsOf: whole words before stems, cased variants, a prefix as it is, the start
+// when nothing occurs.
 func TestWindowsOf(t *testing.T) {
 	text := filler(5000) + " Configure it " + filler(5000) + " configuration " + filler(5000)
 	ws := windowsOf(text, parse(t, "configuration"))
@@ -95,6 +95,11 @@ func TestWindowsOf(t *testing.T) {
 	}
 	if !strings.HasPrefix(text[ws[1].start+windowBefore:], "Configure") {
 		t.Fatalf("windows %v: want the stem's (capitalized) second", ws)
+	}
+	// a prefix is looked for as it is, not cut to a stem: "con" would find "contract" first
+	text = filler(3000) + " contract " + filler(3000) + " Config " + filler(3000)
+	if ws := windowsOf(text, parse(t, "conf*")); len(ws) != 1 || !strings.HasPrefix(text[ws[0].start+windowBefore:], "Config") {
+		t.Fatalf("windows %v: want the one around Config", ws)
 	}
 	if ws := windowsOf(text, parse(t, "zebra")); len(ws) != 1 || ws[0].start != 0 {
 		t.Fatalf("windows %v: want the text's start", ws)
