@@ -69,16 +69,19 @@ const (
 	// mergeStepPages is how much of the index one step of the idle merge rewrites (~25 ms
 	// on a 2-core machine): a put or a search that wants the indexer waits at most that.
 	mergeStepPages = 256
-	// mergeMinBytes and mergeShare decide when the idle merge is due: once the text indexed
-	// since the last one is at least mergeMinBytes and a mergeShare-th of the index's size,
-	// so the rewrite stays a bounded multiple of what was indexed.
-	mergeMinBytes = 1 << 20
-	mergeShare    = 4
+	// mergeShare: the idle merge is due once the text indexed since the last one is at
+	// least mergeMinBytes and a mergeShare-th of the index's size, so the rewrite stays a
+	// bounded multiple of what was indexed.
+	mergeShare = 4
 )
 
 // idleMergeAfter is how long the indexer waits with nothing to index before it merges the
-// index's segments (a variable for tests).
-var idleMergeAfter = 2 * time.Second
+// index's segments, and mergeMinBytes the least text indexed since the last merge that
+// makes another due (variables for tests).
+var (
+	idleMergeAfter = 2 * time.Second
+	mergeMinBytes  = int64(1 << 20)
+)
 
 // searchSchemaVersion is search.db's layout (PRAGMA user_version); a file of another
 // version, or one that belongs to another relay.db, is deleted and rebuilt.
