@@ -176,13 +176,20 @@ func TestStdioEveryTool(t *testing.T) {
 	if g["content"] != "policy" || g["more"] != true {
 		t.Fatalf("get range: %v", g)
 	}
-	if s := mustOK(t, cs, "read", map[string]any{"op": "search", "query": "backoff"}); !strings.Contains(mustJSON(s), ref) {
+	s := mustOK(t, cs, "read", map[string]any{"op": "search", "query": "backoff"})
+	if !strings.Contains(mustJSON(s), ref) {
 		t.Fatalf("search: %v", s)
 	}
+	searchRef, _ := s["artifact_ref"].(string)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("FETCHED-PAGE")) }))
 	defer page.Close()
-	if f := mustOK(t, cs, "fetch", map[string]any{"url": page.URL + "/doc.txt"}); !strings.Contains(mustJSON(f), "FETCHED-PAGE") {
+	f := mustOK(t, cs, "fetch", map[string]any{"url": page.URL + "/doc.txt"})
+	if !strings.Contains(mustJSON(f), "FETCHED-PAGE") {
 		t.Fatalf("fetch: %v", f)
+	}
+	fetchRef, _ := f["artifact_ref"].(string)
+	if searchRef == "" || fetchRef == "" {
+		t.Fatalf("no artifact_ref in the search (%v) or the fetch (%v) answer", s, f)
 	}
 	if ev := mustOK(t, cs, "read", map[string]any{"op": "events", "after": 0}); !strings.Contains(mustJSON(ev), "artifact.stored") {
 		t.Fatalf("events: %v", ev)
@@ -199,16 +206,24 @@ func TestStdioEveryTool(t *testing.T) {
 	ctx := context.Background()
 	mustOK(t, cs, "write_memory", map[string]any{"op": "patch", "version": 2, "patch": []any{map[string]any{"op": "add", "path": "/facts/-", "value": map[string]any{"id": "f2", "key": "listed", "value": "yes"}}}})
 	waitUpdated(t, updated, "relay://"+thread+"/state")
-	var listed bool
 	res, err := cs.ListResources(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	listed := map[string]bool{}
 	for _, r := range res.Resources {
-		listed = listed || r.URI == "relay://"+thread+"/artifacts/"+ref
+		listed[r.URI] = true
 	}
-	if !listed {
+	if !listed["relay://"+thread+"/artifacts/"+ref] {
 		t.Fatal("the artifact never appeared in resources/list")
+	}
+	// a fetched page is listed; a search's result list is not (it would crowd out the rest)
+	if !listed["relay://"+thread+"/artifacts/"+fetchRef] || listed["relay://"+thread+"/artifacts/"+searchRef] {
+		t.Fatalf("fetch result %s listed: %v, search result %s listed: %v (want true, false)",
+			fetchRef, listed["relay://"+thread+"/artifacts/"+fetchRef], searchRef, listed["relay://"+thread+"/artifacts/"+searchRef])
+	}
+	if rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "relay://" + thread + "/artifacts/" + searchRef}); err != nil || !strings.Contains(rr.Contents[0].Text, ref) {
+		t.Fatalf("the search result is not readable through the template: %v %+v", err, rr)
 	}
 	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "relay://" + thread + "/artifacts/" + ref})
 	if err != nil || !strings.HasPrefix(rr.Contents[0].Text, "retry policy") {

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relaydev/relay/internal/memory"
 )
 
 // Artifacts are resources relay://<thread>/artifacts/<ref>, and a thread's
@@ -210,8 +212,14 @@ func (s *Server) watch(thread string) {
 func (s *Server) onEvent(ctx context.Context, thread string, e Event) {
 	switch e.Type {
 	case "artifact.stored":
-		var a Artifact
-		if json.Unmarshal(e.Data, &a) != nil || !refRe().MatchString(a.Ref) {
+		var a struct {
+			Artifact
+			Capability string `json:"capability"`
+		}
+		// A search's result list is bookkeeping the agent already has in the call's answer:
+		// listed, every search would push what agents stored out of the list and make the
+		// host list again. It stays readable through the template.
+		if json.Unmarshal(e.Data, &a) != nil || !refRe().MatchString(a.Ref) || a.Capability == memory.SearchCapability {
 			return
 		}
 		uri := ArtifactURI(thread, a.Ref)

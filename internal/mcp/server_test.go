@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/tokens"
 )
 
@@ -517,6 +518,22 @@ func TestPrompts(t *testing.T) {
 	text := res.Messages[0].Content.(*sdk.TextContent).Text
 	if !strings.Contains(text, "for this request: to:codex review the retry loop") || strings.Contains(text, "{{") {
 		t.Fatalf("prompt text:\n%s", text)
+	}
+}
+
+// TestSearchResultsNotListed: a search's result list (every search stores one) is not listed
+// as a resource; what another capability stored, or an agent, is.
+func TestSearchResultsNotListed(t *testing.T) {
+	s := New(Jobs{})
+	ctx := context.Background()
+	for i, c := range []string{"", "http.fetch", memory.SearchCapability} {
+		data := fmt.Sprintf(`{"ref":"%06x","name":"n%d.json","type":"json","size":1,"capability":%q}`, i, i, c)
+		s.onEvent(ctx, testThread, Event{ID: int64(i + 1), Type: "artifact.stored", Data: json.RawMessage(data)})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got := s.listed[testThread]; len(got) != 2 || got[0] != ArtifactURI(testThread, "000000") || got[1] != ArtifactURI(testThread, "000001") {
+		t.Fatalf("listed %v, want the agent's and the fetch's artifacts only", got)
 	}
 }
 

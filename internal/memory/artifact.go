@@ -252,6 +252,23 @@ func Short(ref string) string {
 	return ref
 }
 
+// StoredEventData is the data of the artifact.stored event of a, which a store has just
+// drawn its ref for: the ref as relay shows it, and the capability that made it when one did,
+// so a follower can tell a capability's result (every search stores one) from what an agent
+// or a person stored.
+func StoredEventData(a Artifact) []byte {
+	d := struct { // keys in the order the map it replaced encoded them
+		Capability string `json:"capability,omitempty"`
+		Hash       string `json:"hash"`
+		Name       string `json:"name"`
+		Ref        string `json:"ref"`
+		Size       int64  `json:"size"`
+		Type       string `json:"type"`
+	}{a.Provenance.Capability, a.Hash, a.Name, Short(a.Ref), a.Size, a.Type}
+	b, _ := json.Marshal(d) // strings and an integer always encode
+	return b
+}
+
 // IsShortRef reports whether s has the shape of the ref relay shows: ShortRefLen lowercase hex.
 func IsShortRef(s string) bool { return len(s) == ShortRefLen && isHex(s) }
 

@@ -131,7 +131,7 @@ func (s *Store) PutArtifactBody(ctx context.Context, id string, p memory.PutArti
 			return err
 		}
 		// The event carries the ref as relay shows it (unique: it was just drawn so).
-		data, _ := json.Marshal(map[string]any{"ref": memory.Short(a.Ref), "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
+		data := memory.StoredEventData(a)
 		if _, err := insertEvent(ctx, tx, id, memory.EventArtifactStored, at, data); err != nil {
 			return err
 		}

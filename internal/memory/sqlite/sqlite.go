@@ -924,7 +924,7 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 			a.ShortUnique = !taken
 		}
 		// The event carries the ref as relay shows it (unique: it was just drawn so).
-		data, _ := json.Marshal(map[string]any{"ref": memory.Short(a.Ref), "type": a.Type, "name": a.Name, "size": a.Size, "hash": a.Hash})
+		data := memory.StoredEventData(a)
 		_, err := s.exec(ctx, tx, sqlInsertArtifact,
 			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String(),
 			ftsRowidFor(a.Provenance.Capability))

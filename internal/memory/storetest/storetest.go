@@ -312,8 +312,15 @@ func testShortRefs(t *testing.T, st memory.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(evs[len(evs)-1].Data); !strings.Contains(got, `"ref":"`+short+`"`) {
-		t.Fatalf("artifact.stored event %s does not carry the short ref %s", got, short)
+	if got := string(evs[len(evs)-1].Data); !strings.Contains(got, `"ref":"`+short+`"`) || strings.Contains(got, "capability") {
+		t.Fatalf("artifact.stored event %s does not carry the short ref %s, or names a capability", got, short)
+	}
+	// a capability's result says which capability made it, so followers can tell it apart
+	if _, err := st.PutArtifact(ctx, b.ID, memory.PutArtifactParams{Name: "r.json", Type: memory.TypeJSON, Content: []byte(`{"hits":[]}`), Capability: memory.SearchCapability}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err = st.Events(ctx, b.ID, evs[len(evs)-1].ID, 10); err != nil || len(evs) != 1 || !strings.Contains(string(evs[0].Data), `"capability":"`+memory.SearchCapability+`"`) {
+		t.Fatalf("a search result's artifact.stored event: %+v, %v", evs, err)
 	}
 	h, err := st.Header(ctx, b.ID)
 	if err != nil || !strings.Contains(string(h.JSON), `"`+short+` `+last.Name+`"`) {
