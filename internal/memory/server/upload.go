@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/relaydev/relay/internal/base64stream"
 	"github.com/relaydev/relay/internal/jsonstream"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
@@ -42,7 +43,7 @@ func (s *Server) readJSONUpload(w http.ResponseWriter, r *http.Request, p *memor
 			// the body is read (the text is never held).
 			size := r.ContentLength
 			if field == "content_base64" {
-				value, size = base64.NewDecoder(base64.StdEncoding, value), size/4*3
+				value, size = base64stream.NewDecoder(value), size/4*3
 			}
 			b, err := blob.SpoolSized(value, limit, spoolThreshold, "", size)
 			var ce base64.CorruptInputError
