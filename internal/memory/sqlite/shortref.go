@@ -74,7 +74,7 @@ func (s *SQLite) FindArtifact(ctx context.Context, ref string) (memory.Artifact,
 	default:
 		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref: give the %d hex characters relay shows or a full ref (a shorter or longer prefix needs the thread)", ref, memory.ShortRefLen)
 	}
-	rows, err := s.r.QueryContext(ctx, q, ref)
+	rows, err := s.readRows(ctx, q, ref)
 	if err != nil {
 		return memory.Artifact{}, fmt.Errorf("find artifact %s: %w", ref, err)
 	}

@@ -697,7 +697,7 @@ func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 // header's artifact_refs (refs sort by creation time). relay's own reports are not agent
 // content, so they do not take a place there.
 func (s *SQLite) recentArtifacts(ctx context.Context, id string) ([]statedoc.ArtifactRef, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? AND created_by != ? ORDER BY ref DESC LIMIT ?`,
+	rows, err := s.readRows(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? AND created_by != ? ORDER BY ref DESC LIMIT ?`,
 		id, memory.ReportAuthor, statedoc.MaxArtifactRefs)
 	if err != nil {
 		return nil, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
@@ -838,7 +838,7 @@ func (s *SQLite) Versions(ctx context.Context, id string, after, limit int) ([]m
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT version, patch, author, created_at, event_id FROM state_versions WHERE thread_id = ? AND version > ? ORDER BY version LIMIT ?`, id, after, limit)
+	rows, err := s.readRows(ctx, `SELECT version, patch, author, created_at, event_id FROM state_versions WHERE thread_id = ? AND version > ? ORDER BY version LIMIT ?`, id, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list versions of thread %s: %w", id, err)
 	}
@@ -1025,7 +1025,7 @@ func (s *SQLite) ArtifactContent(ctx context.Context, id, ref string) (memory.Ar
 	}
 	var b []byte
 	var enc int
-	if err := s.r.QueryRowContext(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, a.Ref).Scan(&b, &enc); err != nil {
+	if err := s.readRow(ctx, `SELECT content, enc FROM artifact_content WHERE ref = ?`, a.Ref).Scan(&b, &enc); err != nil {
 		return a, nil, fmt.Errorf("read content of artifact %s: %w", a.Ref, err)
 	}
 	if enc == encBucket {
@@ -1060,7 +1060,7 @@ func (s *SQLite) ListArtifacts(ctx context.Context, id string, opt memory.ListAr
 		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE thread_id = ? AND ref > ? AND ref < ? AND (? = '' OR type = ?) ORDER BY ref DESC LIMIT ?`
 		args = []any{id, opt.After, opt.Before, opt.Type, opt.Type, opt.Limit}
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list artifacts: %w", err)
 	}
