@@ -25,23 +25,60 @@ var injection = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)ignore\s+(?:all\s+)?(?:previous|prior|above)\s+instructions|ignore\s+all\s+instructions|disregard\s+(?:all\s+)?(?:previous|prior|above)\s+instructions|<\|\s*(?:system|user|assistant|im_start|im_end)\s*\|>|\[/?INST\]|###\s*(?:instruction|system)`)
 })
 
-// injectionHints are lower-case pieces every injection phrase contains, one of them at
-// least; they avoid the letters k and s, whose case folds include non-ASCII runes
-// (K, ſ) that the regexp matches but strings.ToLower does not map to k and s. The
-// ignore/disregard phrases are hinted by their "instructions", not by the verbs, which
-// are common in source and notes (the regexp then ran on most 2 KB puts).
-var injectionHints = []string{"truction", "<|", "t]", "###"}
+// injectionHints are lower-case pieces every injection phrase but "### system" and
+// "[INST]" contains, one of them at least; they avoid the letters k and s, whose case folds
+// include non-ASCII runes (K, ſ) that the regexp matches but strings.ToLower does not map to
+// k and s. The ignore/disregard phrases are hinted by their "instructions", not by the
+// verbs, which are common in source and notes (the regexp then ran on most 2 KB puts).
+var injectionHints = []string{"truction", "<|"}
 
-// Sanitize replaces every prompt-injection phrase in s with [SANITIZED]. Text without any
-// hint skips the regexp, which cost ~0.1 ms per KB on every artifact put.
+// Sanitize replaces every prompt-injection phrase in s with [SANITIZED]. Text that cannot
+// hold one skips the regexp, which cost ~0.1 ms per KB on every artifact put.
 func Sanitize(s string) string {
+	if mayInject(s) {
+		return injection().ReplaceAllString(s, "[SANITIZED]")
+	}
+	return s
+}
+
+// mayInject reports whether s can hold an injection phrase: it has a hint, a "###"
+// followed by "system", or an "[INST]". "###" starts every markdown heading and "t]" is
+// common in code, so those two are checked where they occur, by the regexp itself on the
+// few bytes a match there can span.
+func mayInject(s string) bool {
 	lower := strings.ToLower(s)
 	for _, h := range injectionHints {
 		if strings.Contains(lower, h) {
-			return injection().ReplaceAllString(s, "[SANITIZED]")
+			return true
 		}
 	}
-	return s
+	for rest := s; ; rest = rest[1:] {
+		i := strings.Index(rest, "###")
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		end := 3
+		for end < len(rest) && strings.IndexByte("\t\n\f\r ", rest[end]) >= 0 { // the regexp's \s
+			end++
+		}
+		// "system" is at most 8 bytes however its letters are cased (ſ is two)
+		if injection().MatchString(rest[:min(len(rest), end+8)]) {
+			return true
+		}
+	}
+	// "[/INST]" is at most 8 bytes, ending in t or T and "]"
+	for i := strings.IndexByte(s, ']'); i >= 0; {
+		if i > 0 && (s[i-1] == 't' || s[i-1] == 'T') && injection().MatchString(s[max(0, i-8):i+1]) {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], ']')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // MakePreview builds the bounded preview of content of the given type.

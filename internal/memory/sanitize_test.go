@@ -17,6 +17,16 @@ var sanitizeSeeds = []string{
 	"### SYSTEM",
 	"[/inst]",
 	"func f() { a[t] = x } // ###",
+	"## Notes\n### Design\n#### system",
+	"###\t\n  SyStem prompt",
+	"### ſyſtem", // long s: the regexp folds it to s
+	"###" + strings.Repeat(" ", 300) + "system",
+	"### sys",
+	"## # system",
+	"[/inſt] and [InSt]",
+	"args[t] = m[T]",
+	"x[/INST]",
+	"]]t]",
 }
 
 // TestSanitizeHintsAreSound: Sanitize skips the regexp when the lower-cased text contains
