@@ -191,6 +191,10 @@ func TestStdioEveryTool(t *testing.T) {
 	if searchRef == "" || fetchRef == "" {
 		t.Fatalf("no artifact_ref in the search (%v) or the fetch (%v) answer", s, f)
 	}
+	// the header's recent artifacts name the note and the page, not the search's result list
+	if h := mustJSON(mustOK(t, cs, "read", map[string]any{"op": "header"})); !strings.Contains(h, ref+" notes.md") || !strings.Contains(h, fetchRef) || strings.Contains(h, searchRef) {
+		t.Fatalf("header %s: want %s notes.md and %s, not the search result %s", h, ref, fetchRef, searchRef)
+	}
 	if ev := mustOK(t, cs, "read", map[string]any{"op": "events", "after": 0}); !strings.Contains(mustJSON(ev), "artifact.stored") {
 		t.Fatalf("events: %v", ev)
 	}

@@ -119,7 +119,7 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 	}
 	var recent []statedoc.ArtifactRef
 	for _, a := range arts { // newest first from the store; the header wants oldest first
-		if later[Short(a.Ref)] || a.Provenance.CreatedBy == ReportAuthor {
+		if later[Short(a.Ref)] || a.Provenance.CreatedBy == ReportAuthor || a.Provenance.Capability == SearchCapability {
 			continue
 		}
 		recent = append(recent, statedoc.ArtifactRef{Ref: a.Ref, Type: a.Type, Name: a.Name})

@@ -553,15 +553,15 @@ func (s *Store) State(ctx context.Context, id string, version int) (memory.State
 }
 
 // Header implements memory.Store: the state's lists plus the thread's recently stored
-// artifacts (relay's own reports excluded), read from the database so a put through any
+// artifacts (relay's own reports and searches' result lists excluded), read from the database so a put through any
 // daemon shows at once.
 func (s *Store) Header(ctx context.Context, id string) (memory.Header, error) {
 	c, m, err := s.latest(ctx, id)
 	if err != nil {
 		return memory.Header{}, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = $1 AND created_by != $2 ORDER BY ref DESC LIMIT $3`,
-		id, memory.ReportAuthor, statedoc.MaxArtifactRefs)
+	rows, err := s.pool.Query(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = $1 AND created_by != $2 AND capability != $3 ORDER BY ref DESC LIMIT $4`,
+		id, memory.ReportAuthor, memory.SearchCapability, statedoc.MaxArtifactRefs)
 	if err != nil {
 		return memory.Header{}, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
 	}

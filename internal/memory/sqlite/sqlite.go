@@ -694,11 +694,11 @@ func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 }
 
 // recentArtifacts returns the thread's newest stored artifacts, oldest first, for the
-// header's artifact_refs (refs sort by creation time). relay's own reports are not agent
-// content, so they do not take a place there.
+// header's artifact_refs (refs sort by creation time). relay's own reports and searches'
+// result lists are not agent content, so they do not take a place there.
 func (s *SQLite) recentArtifacts(ctx context.Context, id string) ([]statedoc.ArtifactRef, error) {
-	rows, err := s.readRows(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? AND created_by != ? ORDER BY ref DESC LIMIT ?`,
-		id, memory.ReportAuthor, statedoc.MaxArtifactRefs)
+	rows, err := s.readRows(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? AND created_by != ? AND capability != ? ORDER BY ref DESC LIMIT ?`,
+		id, memory.ReportAuthor, memory.SearchCapability, statedoc.MaxArtifactRefs)
 	if err != nil {
 		return nil, fmt.Errorf("read recent artifacts of thread %s: %w", id, err)
 	}
@@ -941,8 +941,8 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 		out = a
 		return func() {
 			s.cmu.RLock()
-			if c := s.cache[id]; c != nil {
-				c.puts.Add(1) // its header lists recent artifacts
+			if c := s.cache[id]; c != nil && indexed {
+				c.puts.Add(1) // its header lists recent artifacts (a search's result is not one)
 			}
 			s.cmu.RUnlock()
 			if mirrored != nil || a.Size == 0 {
