@@ -113,21 +113,30 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 			later[Short(d.Ref)] = true
 		}
 	}
-	arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: bound, Limit: 2*statedoc.MaxArtifactRefs + len(later)})
-	if err != nil {
-		return nil, err
-	}
+	// Pages newest first until the header's places are filled: any number of artifacts the
+	// header leaves out (every search stores one) can lie between those it lists.
 	var recent []statedoc.ArtifactRef
-	for _, a := range arts { // newest first from the store; the header wants oldest first
-		if later[Short(a.Ref)] || a.Provenance.CreatedBy == ReportAuthor || a.Provenance.Capability == SearchCapability {
-			continue
+	const page = 2 * statedoc.MaxArtifactRefs
+	for len(recent) < statedoc.MaxArtifactRefs {
+		arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: bound, Limit: page + len(later)})
+		if err != nil {
+			return nil, err
 		}
-		recent = append(recent, statedoc.ArtifactRef{Ref: a.Ref, Type: a.Type, Name: a.Name})
-		if len(recent) == statedoc.MaxArtifactRefs {
+		for _, a := range arts {
+			if later[Short(a.Ref)] || !InHeader(a) {
+				continue
+			}
+			recent = append(recent, statedoc.ArtifactRef{Ref: a.Ref, Type: a.Type, Name: a.Name})
+			if len(recent) == statedoc.MaxArtifactRefs {
+				break
+			}
+		}
+		if len(arts) < page+len(later) {
 			break
 		}
+		bound = arts[len(arts)-1].Ref
 	}
-	slices.Reverse(recent)
+	slices.Reverse(recent) // newest first from the store; the header wants oldest first
 	sd, err := statedoc.Parse(old.Doc)
 	if err != nil {
 		return nil, nil
@@ -141,6 +150,13 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 		return nil, nil
 	}
 	return h, nil
+}
+
+// InHeader reports whether a header's recent artifacts may name a: relay's own reports and
+// searches' result lists are not an agent's work. The stores' Header queries select the same
+// artifacts (the store conformance suite holds them to it).
+func InHeader(a Artifact) bool {
+	return a.Provenance.CreatedBy != ReportAuthor && a.Provenance.Capability != SearchCapability
 }
 
 // HeaderNames returns how a header built from sd and recent names its refs (Names over

@@ -16,8 +16,16 @@ import (
 
 // TestHeaderSincePatchRebuildsHeader checks the contract agents rely on: the header they hold
 // at vN plus the delta is byte for byte the current header, at every distance, including past
-// the point where the header's bounded lists start dropping their oldest items.
+// the point where the header's bounded lists start dropping their oldest items; and so when
+// each step also searches (result lists the header leaves out, more of them than a header
+// lists).
 func TestHeaderSincePatchRebuildsHeader(t *testing.T) {
+	for _, searches := range []int{0, 3} {
+		t.Run(fmt.Sprintf("%d searches a step", searches), func(t *testing.T) { headerSinceRebuilds(t, searches) })
+	}
+}
+
+func headerSinceRebuilds(t *testing.T, searches int) {
 	s := openTest(t, t.TempDir())
 	ctx := context.Background()
 	th, err := s.CreateThread(ctx, CreateThreadParams{Name: "d"})
@@ -32,6 +40,11 @@ func TestHeaderSincePatchRebuildsHeader(t *testing.T) {
 		// patch the state.
 		if _, err := s.PutArtifact(ctx, th.ID, PutArtifactParams{Name: fmt.Sprintf("step-%d.md", i), Content: []byte(fmt.Sprintf("finding %d", i))}); err != nil {
 			t.Fatal(err)
+		}
+		for j := range searches {
+			if _, err := s.PutArtifact(ctx, th.ID, PutArtifactParams{Name: "search-results.json", Type: TypeJSON, Content: fmt.Appendf(nil, `{"step":%d,"search":%d}`, i, j), Capability: SearchCapability}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		p := fmt.Sprintf(`[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"k%d","value":%d}}]`, i, i, i)
 		if _, err := s.PatchState(ctx, th.ID, []byte(p), 0, "t"); err != nil {

@@ -941,8 +941,8 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 		out = a
 		return func() {
 			s.cmu.RLock()
-			if c := s.cache[id]; c != nil && indexed {
-				c.puts.Add(1) // its header lists recent artifacts (a search's result is not one)
+			if c := s.cache[id]; c != nil && memory.InHeader(a) {
+				c.puts.Add(1) // its header lists recent artifacts
 			}
 			s.cmu.RUnlock()
 			if mirrored != nil || a.Size == 0 {

@@ -322,10 +322,14 @@ func testShortRefs(t *testing.T, st memory.Store) {
 	if evs, err = st.Events(ctx, b.ID, evs[len(evs)-1].ID, 10); err != nil || len(evs) != 1 || !strings.Contains(string(evs[0].Data), `"capability":"`+memory.SearchCapability+`"`) {
 		t.Fatalf("a search result's artifact.stored event: %+v, %v", evs, err)
 	}
-	// the search result, stored last, takes no place among the header's recent artifacts
+	// neither the search result nor a report, stored last, takes a place among the header's
+	// recent artifacts (memory.InHeader)
+	if _, err := st.PutArtifact(ctx, b.ID, memory.PutArtifactParams{Name: "report.md", Content: []byte("# report\n"), CreatedBy: memory.ReportAuthor}); err != nil {
+		t.Fatal(err)
+	}
 	h, err := st.Header(ctx, b.ID)
-	if err != nil || !strings.Contains(string(h.JSON), `"`+short+` `+last.Name+`"`) || strings.Contains(string(h.JSON), "r.json") {
-		t.Fatalf("header %s does not name %s as %q, or names the search result r.json", h.JSON, last.Ref, short+" "+last.Name)
+	if err != nil || !strings.Contains(string(h.JSON), `"`+short+` `+last.Name+`"`) || strings.Contains(string(h.JSON), "r.json") || strings.Contains(string(h.JSON), "report.md") {
+		t.Fatalf("header %s does not name %s as %q, or names the search result r.json or the report", h.JSON, last.Ref, short+" "+last.Name)
 	}
 }
 
