@@ -52,33 +52,32 @@ func mayInject(s string) bool {
 			return true
 		}
 	}
-	for rest := s; ; rest = rest[1:] {
-		i := strings.Index(rest, "###")
-		if i < 0 {
-			break
-		}
-		rest = rest[i:]
-		end := 3
-		for end < len(rest) && strings.IndexByte("\t\n\f\r ", rest[end]) >= 0 { // the regexp's \s
+	// "### system": any whitespace (the regexp's \s), then at most 8 bytes however cased (ſ is two)
+	heading := func(i int) string {
+		end := i + 3
+		for end < len(s) && strings.IndexByte("\t\n\f\r ", s[end]) >= 0 {
 			end++
 		}
-		// "system" is at most 8 bytes however its letters are cased (ſ is two)
-		if injection().MatchString(rest[:min(len(rest), end+8)]) {
+		return s[i:min(len(s), end+8)]
+	}
+	// "[/INST]": at most 7 bytes up to its t, then "]"
+	inst := func(i int) string { return s[max(0, i-7) : i+2] }
+	return injectionAround(s, "###", heading) || injectionAround(s, "t]", inst) || injectionAround(s, "T]", inst)
+}
+
+// injectionAround reports whether the injection regexp matches the bytes span returns for
+// some occurrence of sep in s.
+func injectionAround(s, sep string, span func(i int) string) bool {
+	for off := 0; ; {
+		i := strings.Index(s[off:], sep)
+		if i < 0 {
+			return false
+		}
+		if injection().MatchString(span(off + i)) {
 			return true
 		}
+		off += i + 1
 	}
-	// "[/INST]" is at most 8 bytes, ending in t or T and "]"
-	for i := strings.IndexByte(s, ']'); i >= 0; {
-		if i > 0 && (s[i-1] == 't' || s[i-1] == 'T') && injection().MatchString(s[max(0, i-8):i+1]) {
-			return true
-		}
-		j := strings.IndexByte(s[i+1:], ']')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	return false
 }
 
 // MakePreview builds the bounded preview of content of the given type.
