@@ -245,11 +245,7 @@ func TestQuietCheckpointKeepsTheRewind(t *testing.T) {
 	// Nothing else may read or copy the WAL meanwhile: a background reader's snapshot holds
 	// a copy back and keeps any commit from rewinding, which the control below asserts.
 	stopCheckpointer(st)
-	st.stopRepair()
-	<-st.repairDone
-	close(st.idx.quit)
-	<-st.idx.done
-	st.idxRunning = false
+	st.stopReaders()
 	ctx := memory.Deferred(context.Background())
 	tid := newThread(t, st)
 	n := 0

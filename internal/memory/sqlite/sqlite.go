@@ -336,14 +336,7 @@ func (s *SQLite) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if s.stopRepair != nil {
-		s.stopRepair()
-		<-s.repairDone
-	}
-	if s.idxRunning {
-		close(s.idx.quit)
-		<-s.idx.done
-	}
+	s.stopReaders()
 	s.shutWrites()
 	close(s.ckQuit)
 	<-s.ckDone
@@ -353,6 +346,21 @@ func (s *SQLite) Close() error {
 	s.mirror.close()
 	s.rstmts.close()
 	return errors.Join(s.closeSearchDB(), s.ck.Close(), s.r.Close(), s.w.Close())
+}
+
+// stopReaders stops the goroutines that read the database in the background (the mirror's
+// repair, the indexer): Close does first, and a test that needs the WAL to itself may.
+func (s *SQLite) stopReaders() {
+	if s.stopRepair != nil {
+		s.stopRepair()
+		<-s.repairDone
+		s.stopRepair = nil
+	}
+	if s.idxRunning {
+		close(s.idx.quit)
+		<-s.idx.done
+		s.idxRunning = false
+	}
 }
 
 // stamp is the current time truncated to milliseconds, so replayed versions stamp the same text.
