@@ -115,10 +115,10 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 	}
 	// Pages newest first until the header's places are filled: any number of artifacts the
 	// header leaves out (every search stores one) can lie between those it lists.
+	// A page twice the last (up to 1,000) keeps a thread of many searches to a few reads.
 	var recent []statedoc.ArtifactRef
-	const page = 2 * statedoc.MaxArtifactRefs
-	for len(recent) < statedoc.MaxArtifactRefs {
-		arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: bound, Limit: page + len(later)})
+	for page := 2*statedoc.MaxArtifactRefs + len(later); len(recent) < statedoc.MaxArtifactRefs; page = min(2*page, 1000) {
+		arts, err := st.ListArtifacts(ctx, id, ListArtifactsOptions{Before: bound, Limit: page})
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +131,7 @@ func headerAt(ctx context.Context, st Store, id string, old State, m Metrics) ([
 				break
 			}
 		}
-		if len(arts) < page+len(later) {
+		if len(arts) < page {
 			break
 		}
 		bound = arts[len(arts)-1].Ref

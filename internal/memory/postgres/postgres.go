@@ -553,7 +553,7 @@ func (s *Store) State(ctx context.Context, id string, version int) (memory.State
 }
 
 // Header implements memory.Store: the state's lists plus the thread's recently stored
-// artifacts (relay's own reports and searches' result lists excluded), read from the database so a put through any
+// artifacts (those memory.InHeader admits), read from the database so a put through any
 // daemon shows at once.
 func (s *Store) Header(ctx context.Context, id string) (memory.Header, error) {
 	c, m, err := s.latest(ctx, id)

@@ -702,8 +702,7 @@ func (s *SQLite) Header(ctx context.Context, id string) (memory.Header, error) {
 }
 
 // recentArtifacts returns the thread's newest stored artifacts, oldest first, for the
-// header's artifact_refs (refs sort by creation time). relay's own reports and searches'
-// result lists are not agent content, so they do not take a place there.
+// header's artifact_refs (refs sort by creation time): those memory.InHeader admits.
 func (s *SQLite) recentArtifacts(ctx context.Context, id string) ([]statedoc.ArtifactRef, error) {
 	rows, err := s.readRows(ctx, `SELECT ref, type, name FROM artifacts WHERE thread_id = ? AND created_by != ? AND capability != ? ORDER BY ref DESC LIMIT ?`,
 		id, memory.ReportAuthor, memory.SearchCapability, statedoc.MaxArtifactRefs)
