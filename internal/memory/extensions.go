@@ -146,6 +146,16 @@ type HopLedger interface {
 // ErrHopLimit is returned by ClaimHop when the thread has used all its hops.
 var ErrHopLimit = errors.New("hop limit reached")
 
+// MemoryReleaser is a store that keeps memory for speed (page caches, idle connections)
+// and can give it back while nothing uses it: the daemon calls it once it has been idle.
+type MemoryReleaser interface {
+	// ReleaseMemory frees what the store's caches hold; the store stays fully usable and
+	// fills them again as it works. It reports false, freeing nothing, while the store
+	// still has background work (the search index catching up) that would refill them.
+	// Not to be called concurrently with Close.
+	ReleaseMemory(ctx context.Context) (bool, error)
+}
+
 // Dumper moves whole threads in and out of a store, exactly: same refs, hashes, versions,
 // timestamps and event order (export/import bundles, migration between backends).
 type Dumper interface {

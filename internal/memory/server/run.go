@@ -117,6 +117,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	if o.ArtifactsGC >= 0 {
 		go s.sweepBucket(o.ArtifactsGC)
 	}
+	// Stopped before the store closes (deferred above, so run after this).
+	idleCtx, stopIdle := context.WithCancel(ctx)
+	idleDone := make(chan struct{})
+	go func() { defer close(idleDone); s.idle.run(idleCtx, releaseAfter, s.releaseMemory) }()
+	defer func() { stopIdle(); <-idleDone }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("daemon started", "url", info.URL, "pid", info.PID, "version", info.Version, "store", store.Describe().Backend+" "+store.Describe().Location, "auth", o.Token != "")
@@ -176,6 +181,14 @@ func LimitMemory() {
 		debug.SetMemoryLimit(daemonMemoryLimit)
 		limitSet = true
 	}
+}
+
+// ownsProcess reports whether the daemon's command called LimitMemory: the process is the
+// daemon's, so process-wide settings (the heap's limit, returning it to the OS) are its to make.
+func ownsProcess() bool {
+	limitMu.Lock()
+	defer limitMu.Unlock()
+	return limitSet
 }
 
 var (

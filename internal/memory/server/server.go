@@ -68,6 +68,7 @@ type Server struct {
 	savedNow func(ctx context.Context, threadID string) (n int64, ok bool, err error)
 
 	codes signinCodes // one-time sign-in codes for the web UI (signin.go)
+	idle  *idleWatch  // tells Run when the daemon has gone quiet (idle.go)
 }
 
 // New builds a Server with every route: the core API, the web UI and, when it has a store,
@@ -80,7 +81,7 @@ func New(o Options) *Server {
 		o.Version = "dev"
 	}
 	s := &Server{store: o.Store, token: []byte(o.Token), log: o.Logger, version: o.Version, home: o.Home,
-		started: time.Now(), mux: http.NewServeMux(), done: make(chan struct{})}
+		started: time.Now(), mux: http.NewServeMux(), done: make(chan struct{}), idle: newIdleWatch()}
 	s.codes.now = time.Now
 	s.routes()
 	s.signinRoutes()
@@ -100,7 +101,7 @@ func (s *Server) Close() { s.doneOnce.Do(func() { close(s.done) }) }
 
 // Handler returns the full middleware chain.
 func (s *Server) Handler() http.Handler {
-	return browserGuard(s.recoverer(s.logRequests(s.guard(s.mux))))
+	return s.idle.track(browserGuard(s.recoverer(s.logRequests(s.guard(s.mux)))))
 }
 
 func (s *Server) routes() {

@@ -282,7 +282,7 @@ func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
 		return err
 	}
 	xr.SetMaxOpenConns(8)
-	xr.SetMaxIdleConns(2)
+	xr.SetMaxIdleConns(idleReaders)
 	xr.SetConnMaxIdleTime(30 * time.Second)
 	s.xr = xr
 

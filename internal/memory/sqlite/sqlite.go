@@ -47,6 +47,9 @@ var (
 // readerCacheKB is each read connection's SQLite page cache.
 const readerCacheKB = 512
 
+// idleReaders is how many read connections each pool keeps open between requests.
+const idleReaders = 2
+
 // cacheBytes bounds the state cache, in encoded JSON; the decoded states take a few times this.
 const cacheBytes = 16 << 20
 
@@ -211,7 +214,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	r.SetMaxIdleConns(2)
+	r.SetMaxIdleConns(idleReaders)
 	r.SetConnMaxIdleTime(30 * time.Second)
 	ck, err := sql.Open("sqlite", dsn())
 	if err != nil {
