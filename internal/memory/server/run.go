@@ -197,9 +197,10 @@ var (
 )
 
 // reserveMemory raises the limit LimitMemory set by n bytes of data the daemon keeps for
-// good (the token vocabulary, about 24 MB). The limit is headroom for bursts: resident
-// tables must not use it up, or the collector runs back to back (with the vocabulary
-// loaded, a 40 MiB limit made GC take half the daemon's CPU under 8 concurrent writers).
+// good (the token vocabulary, about 5 MB). The limit is headroom for bursts: resident
+// tables must not use it up, or the collector runs back to back (with tiktoken-go's 24 MB
+// vocabulary loaded, a 40 MiB limit made GC take half the daemon's CPU under 8 concurrent
+// writers).
 func reserveMemory(n int64) {
 	limitMu.Lock()
 	defer limitMu.Unlock()
