@@ -15,26 +15,30 @@ import (
 // Snippets of large hits. FTS5's snippet() tokenizes a hit's whole text, twice (to find
 // sentence starts, then to highlight), to cut 16 tokens: a search whose hits were 100 KB
 // source files or logs spent ~40 ms there (BenchmarkSearchText100KB). A hit with more text
-// than wholeSnippetBytes is cut here instead: a byte search finds the first places the
-// query's words occur, and FTS5 itself, in an in-memory table tokenized as the index is,
-// picks and highlights the snippet within windows around them, so what is marked is what
-// the index's tokenizer matches.
+// than wholeSnippetBytes is cut here instead: a byte search finds where the query's words
+// occur (close together first), and FTS5 itself, in an in-memory table tokenized as the
+// index is, picks and highlights the snippet within windows around them, so what is marked
+// is what the index's tokenizer matches. (Cutting 2 KB hits this way too saved nothing:
+// BenchmarkSearchText10k, in turn.)
 const (
 	wholeSnippetBytes = 8 << 10 // hits with up to this much text go through snippet() on the index
 	windowBefore      = 256     // bytes of a window before the word it is around
 	windowAfter       = 768     // and after it: a snippet is 16 tokens
 	maxWindows        = 2       // windows per hit
+	clusterSpan       = 120     // about the text a snippet's 16 tokens cover
+	maxOccurrences    = 64      // of each word form, looked at for the cluster
 )
 
 // window is a byte range of a hit's text.
 type window struct{ start, end int }
 
-// windowsOf returns up to maxWindows windows of text around the first occurrences of the
-// query's words: whole words first, then words that begin as a word of the query does (the
-// index stems "running" to "run", so "runs" matches it) or with a prefix of the query, in
-// the order they occur. With no
-// occurrence (a word found in the name alone, or a case the byte search does not fold),
-// the one window is the text's start.
+// windowsOf returns up to maxWindows windows of text: first around the place where the
+// most distinct words of a query of several occur within clusterSpan bytes, then around
+// the first occurrences of the query's words: whole words first, then words that begin as
+// a word of the query does (the index stems "running" to "run", so "runs" matches it) or
+// with a prefix of the query, in the order they occur. With no occurrence (a word found in
+// the name alone, or a case the byte search does not fold), the one window is the text's
+// start.
 func windowsOf(text string, terms []ftsquery.Term) []window {
 	var exact, stems []int
 	for _, t := range terms {
@@ -42,11 +46,8 @@ func windowsOf(text string, terms []ftsquery.Term) []window {
 			if i := findCased(text, w, true); i >= 0 {
 				exact = append(exact, i)
 			}
-			// a prefix matches the words that begin with it, as it is
-			key := stemKey(w)
-			if t.Prefix && k == len(t.Words)-1 {
-				key = w
-			} else if key == w {
+			key, whole := looseForm(t, k)
+			if whole {
 				continue
 			}
 			if i := findCased(text, key, false); i >= 0 {
@@ -57,6 +58,9 @@ func windowsOf(text string, terms []ftsquery.Term) []window {
 	slices.Sort(exact)
 	slices.Sort(stems)
 	var out []window
+	if at, ok := densest(text, terms); ok {
+		out = append(out, around(text, at))
+	}
 	for _, at := range append(exact, stems...) {
 		if len(out) == maxWindows {
 			break
@@ -76,16 +80,74 @@ func windowsOf(text string, terms []ftsquery.Term) []window {
 	return out
 }
 
-// around is the window of text around byte at, its ends moved onto rune starts.
+// looseForm is the form of word k of t that every word the index matches it with begins
+// with: the word's stem key, or the prefix as it is; whole when that is the word itself.
+func looseForm(t ftsquery.Term, k int) (key string, whole bool) {
+	w := t.Words[k]
+	if t.Prefix && k == len(t.Words)-1 {
+		return w, false // a prefix matches the words that begin with it, as it is
+	}
+	key = stemKey(w)
+	return key, key == w
+}
+
+// densest returns where the cluster of the most distinct query words within clusterSpan
+// bytes starts (the first such cluster), when the query has several words and a cluster
+// holds at least two of them.
+func densest(text string, terms []ftsquery.Term) (int, bool) {
+	type occurrence struct{ at, word int }
+	var occ []occurrence
+	words := 0
+	for _, t := range terms {
+		for k := range t.Words {
+			key, whole := looseForm(t, k)
+			for _, at := range findAllCased(text, key, whole, maxOccurrences) {
+				occ = append(occ, occurrence{at, words})
+			}
+			words++
+		}
+	}
+	if words < 2 || len(occ) < 2 {
+		return 0, false
+	}
+	slices.SortFunc(occ, func(a, b occurrence) int { return a.at - b.at })
+	seen := make([]int, words) // occurrences of each word inside the span
+	distinct, best, bestAt := 0, 1, 0
+	j := 0
+	for i, o := range occ { // the span starts at occ[i] and takes every occurrence up to clusterSpan on
+		for ; j < len(occ) && occ[j].at-o.at <= clusterSpan; j++ {
+			if seen[occ[j].word]++; seen[occ[j].word] == 1 {
+				distinct++
+			}
+		}
+		if distinct > best {
+			best, bestAt = distinct, o.at
+		}
+		if seen[occ[i].word]--; seen[occ[i].word] == 0 {
+			distinct--
+		}
+	}
+	return bestAt, best >= 2
+}
+
+// around is the window of text around byte at, its ends moved onto rune starts: the start
+// forward, the end back, or forward when no rune starts between them (a run of bytes that
+// are not UTF-8).
 func around(text string, at int) window {
 	start, end := max(0, at-windowBefore), min(len(text), at+windowAfter)
-	for start > 0 && !utf8.RuneStart(text[start]) {
+	for start > 0 && start < len(text) && !utf8.RuneStart(text[start]) {
 		start++
 	}
-	for end < len(text) && !utf8.RuneStart(text[end]) {
-		end--
+	end = max(end, start)
+	e := end
+	for e > start && e < len(text) && !utf8.RuneStart(text[e]) {
+		e--
 	}
-	return window{start, end}
+	if e == start {
+		for e = end; e < len(text) && !utf8.RuneStart(text[e]); e++ {
+		}
+	}
+	return window{start, e}
 }
 
 // stemKey is the part of a query word that the words it stems with begin with: the index
@@ -109,13 +171,31 @@ func stemKey(w string) string {
 // are) begins a word (and, when whole, ends one) as written in lower case, capitalized or
 // in capitals, or -1. Three searches of the text cost less than a lower-cased copy of it.
 func findCased(text, w string, whole bool) int {
-	first := -1
-	for _, v := range []string{w, capitalized(w), strings.ToUpper(w)} {
-		if i := findWord(text, v, whole); i >= 0 && (first < 0 || i < first) {
-			first = i
+	if at := findAllCased(text, w, whole, 1); len(at) > 0 {
+		return at[0]
+	}
+	return -1
+}
+
+// findAllCased returns, in order, the first offsets (up to limit of each casing) where w
+// begins a word as findCased finds it.
+func findAllCased(text, w string, whole bool, limit int) []int {
+	var out []int
+	for i, v := range []string{w, capitalized(w), strings.ToUpper(w)} {
+		if i > 0 && v == w {
+			continue // a word with no letter to case is found once
+		}
+		for from, n := 0, 0; n < limit; n++ {
+			at := findWord(text, v, from, whole)
+			if at < 0 {
+				break
+			}
+			out = append(out, at)
+			from = at + 1
 		}
 	}
-	return first
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // capitalized is w with its first letter in capitals (ASCII; other words stay as they are).
@@ -126,13 +206,13 @@ func capitalized(w string) string {
 	return string(w[0]-'a'+'A') + w[1:]
 }
 
-// findWord returns the first offset in text where w begins a word (and, when whole, ends
-// one), or -1.
-func findWord(text, w string, whole bool) int {
+// findWord returns the first offset in text, from from on, where w begins a word (and,
+// when whole, ends one), or -1.
+func findWord(text, w string, from int, whole bool) int {
 	if w == "" {
 		return -1
 	}
-	for from := 0; from < len(text); {
+	for from < len(text) {
 		i := strings.Index(text[from:], w)
 		if i < 0 {
 			return -1

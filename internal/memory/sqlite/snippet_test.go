@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -135,4 +136,55 @@ func FuzzWindowsOf(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSnippetShowsWordsTogether: in a large hit where the query's words occur apart first
+// and together later, the snippet is cut where they are together, both marked.
+func TestSnippetShowsWordsTogether(t *testing.T) {
+	st := openStore(t)
+	tid := newThread(t, st)
+	text := "The checkpointer starts here.\n" + filler(6000) + "\nA rewind happens alone.\n" + filler(6000) +
+		"\nAfter copying, the checkpointer rewinds the WAL.\n" + filler(500)
+	put(t, st, tid, "notes.md", "markdown", text)
+	hits, err := st.Search(context.Background(), tid, memory.SearchQuery{Query: "checkpointer rewind"})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("hits %+v, %v", hits, err)
+	}
+	if s := hits[0].Snippet; !strings.Contains(s, "**checkpointer** **rewinds**") {
+		t.Fatalf("snippet %q: want the place where both words are, marked", s)
+	}
+}
+
+// TestDensest: the cluster with the most distinct words wins over the first occurrences;
+// a query of one word, or words that never meet, has none.
+func TestDensest(t *testing.T) {
+	text := "alpha " + filler(400) + " omega " + filler(400) + " Alpha and OMEGA and beta " + filler(100) + " alpha omega"
+	at, ok := densest(text, parse(t, "alpha omega beta"))
+	if !ok || !strings.HasPrefix(text[at:], "Alpha and OMEGA and beta") {
+		t.Fatalf("densest at %d (%v): %q", at, ok, text[min(at, len(text)):])
+	}
+	if _, ok := densest(text, parse(t, "alpha")); ok {
+		t.Fatal("a one-word query has no cluster")
+	}
+	if _, ok := densest("alpha "+filler(400)+" omega", parse(t, "alpha omega")); ok {
+		t.Fatal("words clusterSpan apart make no cluster")
+	}
+}
+
+// TestFindAllCased: every casing, in order, each word start once, never inside a word.
+func TestFindAllCased(t *testing.T) {
+	for _, tc := range []struct {
+		text, w string
+		whole   bool
+		want    []int
+	}{
+		{"hello Hello HELLO hellos", "hello", true, []int{0, 6, 12}},
+		{"hello Hello HELLO hellos", "hello", false, []int{0, 6, 12, 18}},
+		{"aaa aa", "aa", false, []int{0, 4}},
+		{"x1 X1 42 42", "42", true, []int{6, 9}},
+	} {
+		if got := findAllCased(tc.text, tc.w, tc.whole, maxOccurrences); !slices.Equal(got, tc.want) {
+			t.Errorf("findAllCased(%q, %q, %v) = %v, want %v", tc.text, tc.w, tc.whole, got, tc.want)
+		}
+	}
 }
