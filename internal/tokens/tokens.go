@@ -68,11 +68,7 @@ func (c *Counter) Count(b []byte) int {
 	if !utf8.Valid(b) {
 		return Estimate(len(b))
 	}
-	n, err := c.v.count(string(b))
-	if err != nil { // the splitting pattern failed: the estimate rather than a wrong count
-		return Estimate(len(b))
-	}
-	return n
+	return c.v.count(string(b))
 }
 
 // CountString is Count for a string.
