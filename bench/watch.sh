@@ -16,7 +16,7 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-go build -o "$WORK/relay" "$ROOT/cmd/relay"
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$WORK/relay" "$ROOT/cmd/relay" # as make install
 Xvfb -displayfd 4 -nolisten tcp 4>"$WORK/display" >/dev/null 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$WORK/display" ] && break; sleep 0.05; done

@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relaydev/relay/bench/internal/build"
 	"github.com/relaydev/relay/internal/relayhome"
 )
 
@@ -48,9 +49,8 @@ func main() {
 	defer os.RemoveAll(tmp)
 	if *relay == "" {
 		*relay = filepath.Join(tmp, "relay")
-		out, err := exec.Command("go", "build", "-o", *relay, "./cmd/relay").CombinedOutput()
-		if err != nil {
-			fail(fmt.Errorf("go build: %v: %s", err, out))
+		if err := build.Relay("", *relay); err != nil {
+			fail(err)
 		}
 	}
 	if *artifacts == "" {

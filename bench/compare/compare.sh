@@ -29,7 +29,7 @@ bin="$out/bin"; mkdir -p "$bin"
 (cd "$root" && go build -o "$bin/memload" ./bench/memory)
 relay="${RELAY_BIN:-}"
 if [ -z "$relay" ]; then
-  (cd "$root" && go build -o "$bin/relay" ./cmd/relay)
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$bin/relay" ./cmd/relay) # as make install
   relay="$bin/relay"
 fi
 curl -fsS "$other/health" > /dev/null || { echo "Error: no daemon answers at $other/health" >&2; echo "Try: start it, then pass its URL" >&2; exit 1; }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/relaydev/relay/bench/internal/build"
 	"github.com/relaydev/relay/bench/internal/proc"
 )
 
@@ -50,8 +51,8 @@ func run(n int, relay string) error {
 	defer os.RemoveAll(work)
 	if relay == "" {
 		relay = filepath.Join(work, "relay")
-		if out, err := exec.Command("go", "build", "-o", relay, "./cmd/relay").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/relay (run from the repository root): %v\n%s", err, out)
+		if err := build.Relay("", relay); err != nil {
+			return err
 		}
 	}
 	home := filepath.Join(work, "home")

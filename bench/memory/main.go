@@ -44,6 +44,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/relaydev/relay/bench/internal/build"
 )
 
 type config struct {
@@ -128,9 +130,7 @@ func main() {
 		check(err)
 		defer os.RemoveAll(dir)
 		cfg.relay = filepath.Join(dir, "relay")
-		build := exec.Command("go", "build", "-o", cfg.relay, "./cmd/relay")
-		build.Dir, build.Stdout, build.Stderr = cfg.corpusDir, os.Stderr, os.Stderr
-		check(build.Run())
+		check(build.Relay(cfg.corpusDir, cfg.relay))
 	}
 	if cfg.cpuprofile != "" {
 		if !cfg.inprocess {

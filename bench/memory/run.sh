@@ -24,7 +24,8 @@ out="${1:-$(mktemp -d "${TMPDIR:-/tmp}/relay-bench-memory.XXXXXX")}"
 mkdir -p "$out"
 bin="$out/bin"; mkdir -p "$bin"
 cd "$root"
-go build -o "$bin/relay" ./cmd/relay
+# relay as `make install` builds it (static, stripped), as bench/internal/build does
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$bin/relay" ./cmd/relay
 go build -o "$bin/memload" ./bench/memory
 go build -o "$bin/mcpbench" ./bench/mcp
 jsonl="$out/rounds.jsonl"

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/relaydev/relay/bench/internal/build"
 	"github.com/relaydev/relay/internal/relayhome"
 	"github.com/relaydev/relay/internal/testsupport/pgtest"
 )
@@ -76,9 +77,8 @@ func main() {
 	defer os.RemoveAll(tmp)
 	if c.relay == "" {
 		c.relay = filepath.Join(tmp, "relay")
-		out, err := exec.Command("go", "build", "-o", c.relay, "./cmd/relay").CombinedOutput()
-		if err != nil {
-			fail(fmt.Errorf("go build: %v: %s", err, out))
+		if err := build.Relay("", c.relay); err != nil {
+			fail(err)
 		}
 	}
 	corp, err := loadCorpus(".")

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/relaydev/relay/bench/internal/build"
 )
 
 func main() {
@@ -42,10 +44,7 @@ func main() {
 		fail(err)
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "relay")
-		out, err := exec.Command("go", "build", "-o", bin, "./cmd/relay").CombinedOutput()
-		if err != nil {
-			fail(fmt.Errorf("go build: %v: %s", err, out))
-		}
+		fail(build.Relay("", bin))
 	}
 	var urls []string
 	for i := range *daemons {
