@@ -16,7 +16,7 @@ import (
 // Counting with OpenAI's published vocabularies, by hand: tiktoken-go keeps each vocabulary
 // in three Go maps and slices (23.6 MB resident for o200k_base, held for the daemon's life
 // once a savings figure is asked for) and splits text with regexp2 at ~2 MB/s; a rank needs
-// only the token bytes back to back and an open-addressing table of their ranks (5.1 MB),
+// only the token bytes back to back and an open-addressing table of their ranks (4.3 MB),
 // and the split is a scanner (split.go). BenchmarkCount2KB: 1.87 -> 29 MB/s.
 
 // encodings holds what differs between the vocabularies: the file of base64 tokens and
@@ -33,18 +33,19 @@ var encodings = map[string]struct {
 	CL100k: {"cl100k_base.tiktoken", nextCL100k, `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`},
 }
 
-// vocab maps token bytes to their ranks (the token ids).
+// vocab maps token bytes to their ranks (the token ids). A token's rank is its line number
+// in the vocabulary's file (loadVocab refuses a file where it is not), so it is also the
+// token's index here.
 type vocab struct {
 	seed  maphash.Seed
-	blob  []byte   // every token's bytes, back to back, in file order
+	blob  []byte   // every token's bytes, back to back, in rank order
 	start []uint32 // token i is blob[start[i]:start[i+1]]
-	rank  []uint32 // token i's rank
-	slots []uint32 // open addressing by hash of the bytes: token index + 1, 0 when empty
+	slots []uint32 // open addressing by hash of the bytes: rank + 1, 0 when empty
 	mask  uint64
 	next  func(s string, i int) int
 }
 
-// loadVocab parses an embedded vocabulary: a line per token, "base64 rank".
+// loadVocab parses an embedded vocabulary.
 func loadVocab(name string) (*vocab, error) {
 	enc, ok := encodings[name]
 	if !ok {
@@ -54,9 +55,19 @@ func loadVocab(name string) (*vocab, error) {
 	if err != nil {
 		return nil, err
 	}
+	v, err := parseVocab(data)
+	if err != nil {
+		return nil, fmt.Errorf("token vocabulary %s: %w", enc.file, err)
+	}
+	v.next = enc.next
+	return v, nil
+}
+
+// parseVocab reads a vocabulary's lines, "base64 rank", the ranks counting up from 0.
+func parseVocab(data []byte) (*vocab, error) {
 	n := bytes.Count(data, []byte{'\n'}) + 1
-	v := &vocab{seed: maphash.MakeSeed(), start: make([]uint32, 0, n+1), rank: make([]uint32, 0, n)}
-	v.blob = make([]byte, 0, len(data)*3/4/2)
+	v := &vocab{seed: maphash.MakeSeed(), start: make([]uint32, 0, n+1)}
+	v.blob = make([]byte, 0, len(data)*3/4/2) // about the tokens' share of the lines, decoded
 	for line := range bytes.Lines(data) {
 		line = bytes.TrimRight(line, "\n")
 		if len(line) == 0 {
@@ -64,29 +75,28 @@ func loadVocab(name string) (*vocab, error) {
 		}
 		sp := bytes.IndexByte(line, ' ')
 		if sp < 0 {
-			return nil, fmt.Errorf("token vocabulary %s: bad line %q", enc.file, line)
+			return nil, fmt.Errorf("bad line %q", line)
 		}
 		r, err := strconv.ParseUint(string(line[sp+1:]), 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("token vocabulary %s: bad rank in %q", enc.file, line)
+		if err != nil || r != uint64(len(v.start)) {
+			return nil, fmt.Errorf("rank %q where %d was due", line[sp+1:], len(v.start))
 		}
 		v.start = append(v.start, uint32(len(v.blob)))
 		if v.blob, err = base64.StdEncoding.AppendDecode(v.blob, line[:sp]); err != nil {
-			return nil, fmt.Errorf("token vocabulary %s: bad token in %q", enc.file, line)
+			return nil, fmt.Errorf("bad token in %q", line)
 		}
-		v.rank = append(v.rank, uint32(r))
 	}
+	tokens := len(v.start)
 	v.start = append(v.start, uint32(len(v.blob)))
-	size := uint64(1) << bits.Len(uint(2*len(v.rank))) // at most half full
+	size := uint64(1) << bits.Len(uint(2*tokens)) // at most half full
 	v.slots, v.mask = make([]uint32, size), size-1
-	for i := range v.rank {
+	for i := range tokens {
 		h := maphash.Bytes(v.seed, v.token(i)) & v.mask // as maphash.String of the same bytes
 		for v.slots[h] != 0 {
 			h = (h + 1) & v.mask
 		}
 		v.slots[h] = uint32(i + 1)
 	}
-	v.next = enc.next
 	return v, nil
 }
 
@@ -101,7 +111,7 @@ func (v *vocab) lookup(s string) (uint32, bool) {
 			return 0, false
 		}
 		if string(v.token(int(slot-1))) == s {
-			return v.rank[slot-1], true
+			return slot - 1, true
 		}
 		h = (h + 1) & v.mask
 	}

@@ -96,3 +96,25 @@ func TestResident(t *testing.T) {
 		runtime.KeepAlive(v)
 	}
 }
+
+// TestParseVocab: a vocabulary's ranks are its line numbers; a file where they are not, or
+// with a line that is not "base64 rank", is refused rather than read into wrong counts.
+func TestParseVocab(t *testing.T) {
+	v, err := parseVocab([]byte("YQ== 0\nYg== 1\nYWI= 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tok, want := range map[string]uint32{"a": 0, "b": 1, "ab": 2} {
+		if r, ok := v.lookup(tok); !ok || r != want {
+			t.Errorf("lookup(%q) = %d, %v; want %d", tok, r, ok, want)
+		}
+	}
+	if _, ok := v.lookup("ba"); ok {
+		t.Error(`lookup("ba") found a token the file does not have`)
+	}
+	for _, bad := range []string{"YQ== 0\nYg== 2\n", "YQ== 1\n", "YQ==0\n", "Y!== 0\n", "YQ== x\n"} {
+		if _, err := parseVocab([]byte(bad)); err == nil {
+			t.Errorf("parseVocab(%q): no error", bad)
+		}
+	}
+}
