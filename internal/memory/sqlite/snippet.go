@@ -40,25 +40,25 @@ type window struct{ start, end int }
 // the name alone, or a case the byte search does not fold), the one window is the text's
 // start.
 func windowsOf(text string, terms []ftsquery.Term) []window {
+	words := wordsIn(text, terms)
 	var exact, stems []int
-	for _, t := range terms {
-		for k, w := range t.Words {
-			if i := findCased(text, w, true); i >= 0 {
+	for _, w := range words {
+		switch {
+		case w.whole && len(w.at) > 0:
+			exact = append(exact, w.at[0])
+		case !w.whole:
+			if i := findCased(text, w.word, true); i >= 0 {
 				exact = append(exact, i)
 			}
-			key, whole := looseForm(t, k)
-			if whole {
-				continue
-			}
-			if i := findCased(text, key, false); i >= 0 {
-				stems = append(stems, i)
+			if len(w.at) > 0 {
+				stems = append(stems, w.at[0])
 			}
 		}
 	}
 	slices.Sort(exact)
 	slices.Sort(stems)
 	var out []window
-	if at, ok := densest(text, terms); ok {
+	if at, ok := densest(words); ok {
 		out = append(out, around(text, at))
 	}
 	for _, at := range append(exact, stems...) {
@@ -80,38 +80,48 @@ func windowsOf(text string, terms []ftsquery.Term) []window {
 	return out
 }
 
-// looseForm is the form of word k of t that every word the index matches it with begins
-// with: the word's stem key, or the prefix as it is; whole when that is the word itself.
-func looseForm(t ftsquery.Term, k int) (key string, whole bool) {
-	w := t.Words[k]
-	if t.Prefix && k == len(t.Words)-1 {
-		return w, false // a prefix matches the words that begin with it, as it is
+// queryWord is one word of a query and where its loose form occurs in a hit's text: the
+// form every word the index matches it with begins with (the word's stem key, or a prefix
+// as it is); whole when that form is the word itself.
+type queryWord struct {
+	word  string
+	whole bool
+	at    []int // in order, up to maxOccurrences of each casing
+}
+
+// wordsIn finds each word of the query in text.
+func wordsIn(text string, terms []ftsquery.Term) []queryWord {
+	var out []queryWord
+	for _, t := range terms {
+		for k, w := range t.Words {
+			key, whole := stemKey(w), false
+			if t.Prefix && k == len(t.Words)-1 {
+				key = w // a prefix matches the words that begin with it, as it is
+			} else {
+				whole = key == w
+			}
+			out = append(out, queryWord{word: w, whole: whole, at: findAllCased(text, key, whole, maxOccurrences)})
+		}
 	}
-	key = stemKey(w)
-	return key, key == w
+	return out
 }
 
 // densest returns where the cluster of the most distinct query words within clusterSpan
 // bytes starts (the first such cluster), when the query has several words and a cluster
 // holds at least two of them.
-func densest(text string, terms []ftsquery.Term) (int, bool) {
+func densest(words []queryWord) (int, bool) {
 	type occurrence struct{ at, word int }
 	var occ []occurrence
-	words := 0
-	for _, t := range terms {
-		for k := range t.Words {
-			key, whole := looseForm(t, k)
-			for _, at := range findAllCased(text, key, whole, maxOccurrences) {
-				occ = append(occ, occurrence{at, words})
-			}
-			words++
+	for i, w := range words {
+		for _, at := range w.at {
+			occ = append(occ, occurrence{at, i})
 		}
 	}
-	if words < 2 || len(occ) < 2 {
+	if len(words) < 2 || len(occ) < 2 {
 		return 0, false
 	}
 	slices.SortFunc(occ, func(a, b occurrence) int { return a.at - b.at })
-	seen := make([]int, words) // occurrences of each word inside the span
+	seen := make([]int, len(words)) // occurrences of each word inside the span
 	distinct, best, bestAt := 0, 1, 0
 	j := 0
 	for i, o := range occ { // the span starts at occ[i] and takes every occurrence up to clusterSpan on

@@ -159,14 +159,14 @@ func TestSnippetShowsWordsTogether(t *testing.T) {
 // a query of one word, or words that never meet, has none.
 func TestDensest(t *testing.T) {
 	text := "alpha " + filler(400) + " omega " + filler(400) + " Alpha and OMEGA and beta " + filler(100) + " alpha omega"
-	at, ok := densest(text, parse(t, "alpha omega beta"))
+	at, ok := densest(wordsIn(text, parse(t, "alpha omega beta")))
 	if !ok || !strings.HasPrefix(text[at:], "Alpha and OMEGA and beta") {
 		t.Fatalf("densest at %d (%v): %q", at, ok, text[min(at, len(text)):])
 	}
-	if _, ok := densest(text, parse(t, "alpha")); ok {
+	if _, ok := densest(wordsIn(text, parse(t, "alpha"))); ok {
 		t.Fatal("a one-word query has no cluster")
 	}
-	if _, ok := densest("alpha "+filler(400)+" omega", parse(t, "alpha omega")); ok {
+	if _, ok := densest(wordsIn("alpha "+filler(400)+" omega", parse(t, "alpha omega"))); ok {
 		t.Fatal("words clusterSpan apart make no cluster")
 	}
 }
