@@ -493,9 +493,9 @@ func (x *capExt) computeSaved(ctx context.Context, th memory.Thread) (int64, err
 
 // savedNow is the figure for the header, which agents read every turn: never computed on the
 // request, since computing counts the tokens of every artifact of the thread (~30 MB/s: a
-// second for a thread of a few hundred 100 KB artifacts, after a restart). It answers the last figure computed, ok false
-// when there is none yet, and has the current one computed in the background when the
-// thread has changed since.
+// second for a thread of a few hundred 100 KB artifacts, after a restart). It answers the
+// last figure computed, ok false when there is none yet, and has the current one computed in
+// the background when the thread has changed since.
 func (x *capExt) savedNow(ctx context.Context, id string) (int64, bool, error) {
 	th, err := x.s.store.GetThread(ctx, id)
 	if err != nil {

@@ -16,7 +16,8 @@ import (
 const releaseAfter = 5 * time.Second
 
 // idleWatch counts requests so one goroutine can tell when the daemon has gone quiet.
-// A request costs an atomic add and a non-blocking send on a full channel.
+// A request costs two atomic adds and two non-blocking sends (at its start and its end),
+// most of them on a full channel.
 type idleWatch struct {
 	activity atomic.Uint64
 	wake     chan struct{} // holds a token when there was activity since the last release
