@@ -9,8 +9,11 @@ BUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 
 .PHONY: build install test test-go test-sdk lint fuzz bench
 
+# BUILD_OUT: where `make build` puts the binary (benchmarks build into their own directories).
+BUILD_OUT ?= bin/relay
+
 build:
-	$(BUILD) -o bin/relay ./cmd/relay
+	$(BUILD) -o $(BUILD_OUT) ./cmd/relay
 
 install:
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/relay

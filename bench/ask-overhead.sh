@@ -13,7 +13,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/relay-ask-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 # built as `make install` builds it (static, stripped)
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$work/relay" "$root/cmd/relay"
+make -s -C "$root" build BUILD_OUT="$work/relay"
 
 mkdir -p "$work/bin" "$work/repo" "$work/home"
 # The fake codex: drain the prompt, write the last-message file, print one

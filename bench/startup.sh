@@ -11,7 +11,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/relay-startup.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 # built as `make install` builds it (static, stripped)
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$work/relay" "$root/cmd/relay"
+make -s -C "$root" build BUILD_OUT="$work/relay"
 export RELAY_HOME="$work/home"
 
 "$work/relay" version > /dev/null # warm the page cache

@@ -16,7 +16,7 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$WORK/relay" "$ROOT/cmd/relay" # as make install
+make -s -C "$ROOT" build BUILD_OUT="$WORK/relay" # as make install builds it
 Xvfb -displayfd 4 -nolisten tcp 4>"$WORK/display" >/dev/null 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$WORK/display" ] && break; sleep 0.05; done

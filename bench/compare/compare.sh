@@ -25,11 +25,12 @@ extra=("$@")
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/relay-compare.XXXXXX")}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)" # the builds below run in the repository's root
 bin="$out/bin"; mkdir -p "$bin"
 (cd "$root" && go build -o "$bin/memload" ./bench/memory)
 relay="${RELAY_BIN:-}"
 if [ -z "$relay" ]; then
-  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$bin/relay" ./cmd/relay) # as make install
+  make -s -C "$root" build BUILD_OUT="$bin/relay" # as make install builds it
   relay="$bin/relay"
 fi
 curl -fsS "$other/health" > /dev/null || { echo "Error: no daemon answers at $other/health" >&2; echo "Try: start it, then pass its URL" >&2; exit 1; }

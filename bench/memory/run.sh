@@ -22,10 +22,11 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$(mktemp -d "${TMPDIR:-/tmp}/relay-bench-memory.XXXXXX")}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)" # the builds below run in the repository's root
 bin="$out/bin"; mkdir -p "$bin"
 cd "$root"
-# relay as `make install` builds it (static, stripped), as bench/internal/build does
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$bin/relay" ./cmd/relay
+# relay as `make install` builds it (static, stripped)
+make -s build BUILD_OUT="$bin/relay"
 go build -o "$bin/memload" ./bench/memory
 go build -o "$bin/mcpbench" ./bench/mcp
 jsonl="$out/rounds.jsonl"
