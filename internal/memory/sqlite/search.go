@@ -270,30 +270,37 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	return hits, nil
 }
 
-// snippets returns the hits' snippets (hit i has index rowid rowids[i], and at[rowid] is i):
-// a hit with little text gets FTS5's snippet() on the index, one walk of the MATCH for all
-// of them; one with more than wholeSnippetBytes, a snippet cut from windows of its text
-// (cutSnippets).
+// snippets returns the hits' snippets (hit i has index rowid rowids[i], and at[rowid] is i),
+// from their texts read in one query: a hit with little text gets goSnippet, FTS5's
+// snippet() cut in Go (or snippet() itself on the index, one walk of the MATCH for all such
+// hits, when ftstok refuses the text or the query); one with more than wholeSnippetBytes, a
+// snippet cut from windows of its text (cutSnippets).
 func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match string, hits []memory.SearchHit, rowids []int64, at map[int64]int) ([]string, error) {
 	snips := make([]string, len(hits))
-	big, err := s.largeHits(ctx, hits)
+	texts, err := s.hitTexts(ctx, hits)
 	if err != nil {
 		return nil, err
 	}
+	phrases, inGo := goPhrases(terms)
 	var small []int64
 	var bigAt []int
-	var texts []string
+	var big []string
 	for i, id := range rowids {
-		if !big[i] {
-			small = append(small, id)
+		text := texts[i]
+		if len(text) > wholeSnippetBytes {
+			bigAt, big = append(bigAt, i), append(big, text)
 			continue
 		}
-		if text := s.indexedText(ctx, hits[i].Ref); text != "" {
-			bigAt, texts = append(bigAt, i), append(texts, text)
+		if inGo {
+			if snip, ok := goSnippet(text, phrases); ok {
+				snips[i] = snip
+				continue
+			}
 		}
+		small = append(small, id)
 	}
-	if len(texts) > 0 {
-		cut, err := cutSnippets(ctx, terms, texts)
+	if len(big) > 0 {
+		cut, err := cutSnippets(ctx, terms, big)
 		if err != nil {
 			return nil, fmt.Errorf("search snippet: %w", err)
 		}
@@ -332,32 +339,36 @@ func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match stri
 	return snips, nil
 }
 
-// largeHits reports which hits have more text than wholeSnippetBytes (a binary body has
-// none to cut from).
-func (s *SQLite) largeHits(ctx context.Context, hits []memory.SearchHit) ([]bool, error) {
-	big := make([]bool, len(hits))
+// hitTexts returns each hit's text as the index saw it ("" for a hit whose artifact is
+// gone or unreadable: it has no snippet, but stands).
+func (s *SQLite) hitTexts(ctx context.Context, hits []memory.SearchHit) ([]string, error) {
+	texts := make([]string, len(hits))
 	refs := make([]any, len(hits))
 	at := make(map[string]int, len(hits))
 	for i, h := range hits {
 		refs[i] = h.Ref
 		at[h.Ref] = i
 	}
-	rows, err := s.readRows(ctx, `SELECT ref FROM artifacts WHERE type <> '`+memory.TypeBinary+`' AND size > `+
-		fmt.Sprint(wholeSnippetBytes)+` AND ref IN (?`+strings.Repeat(",?", len(hits)-1)+`)`, refs...)
+	rows, err := s.readRows(ctx, `SELECT a.ref, a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
+		WHERE a.ref IN (?`+strings.Repeat(",?", len(hits)-1)+`)`, refs...)
 	if err != nil {
 		return nil, fmt.Errorf("search: read hits: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var ref string
-		if err := rows.Scan(&ref); err != nil {
+		var ref, typ string
+		var content []byte
+		var enc int
+		if err := rows.Scan(&ref, &typ, &content, &enc); err != nil {
 			return nil, fmt.Errorf("search: read hits: %w", err)
 		}
-		if i, ok := at[ref]; ok {
-			big[i] = true
+		if text, err := searchText(typ, content, enc); err == nil {
+			if i, ok := at[ref]; ok {
+				texts[i] = text
+			}
 		}
 	}
-	return big, rows.Err()
+	return texts, rows.Err()
 }
 
 // sqlSnippets is the query for the snippets of n hits (arguments: the two marks, the MATCH,

@@ -18,10 +18,9 @@ import (
 // than wholeSnippetBytes is cut here instead: a byte search finds where the query's words
 // occur (close together first), and FTS5 itself, in an in-memory table tokenized as the
 // index is, picks and highlights the snippet within windows around them, so what is marked
-// is what the index's tokenizer matches. (Cutting 2 KB hits this way too saved nothing:
-// BenchmarkSearchText10k, in turn.)
+// is what the index's tokenizer matches. Smaller hits get goSnippet (gosnippet.go).
 const (
-	wholeSnippetBytes = 8 << 10 // hits with up to this much text go through snippet() on the index
+	wholeSnippetBytes = 8 << 10 // hits with up to this much text get snippet()'s own cut (goSnippet)
 	windowBefore      = 256     // bytes of a window before the word it is around
 	windowAfter       = 768     // and after it: a snippet is 16 tokens
 	maxWindows        = 2       // windows per hit
