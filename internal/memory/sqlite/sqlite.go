@@ -1148,31 +1148,31 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 		limit = 100
 	}
 	// Events are never deleted, so an event's seq is how many of its thread's events have an
-	// id up to its own: the thread's event count less those after it (one statement, so one
-	// snapshot), then consecutive. Counting the events up to it instead cost a follower (an
-	// event stream, relay mcp's watch) a walk of the whole thread on every new event.
-	var seq int64
+	// id up to its own: the thread's event count less those after it, then consecutive.
+	// Counting the events up to it instead cost a follower (an event stream, relay mcp's
+	// watch) a walk of the whole thread on every new event; and the count rides on the same
+	// statement (one read transaction a wake, not two).
+	q, args := sqlEventsFirst, []any{id, after, limit}
 	if after > 0 {
-		err := s.readRow(ctx, sqlEventSeq, id, after).Scan(&seq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, &memory.NotFoundError{What: "thread", ID: id}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list events: %w", err)
-		}
+		q = sqlEventsAfter
 	}
-	rows, err := s.readRows(ctx, `SELECT id, type, at, data FROM events WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?`, id, after, limit)
+	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	defer rows.Close()
 	out := []memory.Event{}
+	var seq int64
 	for rows.Next() {
 		var e memory.Event
 		var at string
 		var data []byte
-		if err := rows.Scan(&e.ID, &e.Type, &at, &data); err != nil {
+		var base sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.Type, &at, &data, &base); err != nil {
 			return nil, err
+		}
+		if len(out) == 0 {
+			seq = base.Int64
 		}
 		seq++
 		e.ThreadID, e.At, e.Data, e.Seq = id, memory.ParseTime(at), data, seq
@@ -1181,7 +1181,7 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(out) == 0 && after <= 0 { // with after, sqlEventSeq found the thread
+	if len(out) == 0 {
 		if err := s.threadExists(ctx, id); err != nil {
 			return nil, err
 		}
@@ -1189,9 +1189,14 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 	return out, nil
 }
 
-// sqlEventSeq is the seq of event ?2 in thread ?1 (the number of the thread's events up to
-// it), no row when the thread does not exist.
-const sqlEventSeq = `SELECT t.event_count - (SELECT count(*) FROM events e WHERE e.thread_id = t.id AND e.id > ?2) FROM threads t WHERE t.id = ?1`
+// sqlEventsAfter lists thread ?1's events after id ?2 (at most ?3), each row with the seq of
+// event ?2 (the number of the thread's events up to it): SQLite computes that subquery once.
+const sqlEventsAfter = `SELECT id, type, at, data,
+	(SELECT t.event_count - (SELECT count(*) FROM events x WHERE x.thread_id = t.id AND x.id > ?2) FROM threads t WHERE t.id = ?1)
+	FROM events WHERE thread_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3`
+
+// sqlEventsFirst lists a thread's first events (?2 is 0: the seq before them is 0).
+const sqlEventsFirst = `SELECT id, type, at, data, 0 FROM events WHERE thread_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3`
 
 // Subscribe implements Store.
 func (s *SQLite) Subscribe(id string) (<-chan struct{}, func()) { return s.broker.Subscribe(id) }
