@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/sqlite"
 )
 
 // TestSSEFrameCannotBeForged: whatever an event's type, id or data hold, a
@@ -95,7 +95,7 @@ func TestCorruptStateReadsAreNot500(t *testing.T) {
 			t.Fatal(err)
 		}
 		good, _ := a.store.CreateThread(ctx, memory.CreateThreadParams{Name: "good"})
-		if err := a.store.WriteTx(ctx, func(tx *sql.Tx) error {
+		if err := a.store.WriteTx(ctx, func(tx sqlite.Tx) error {
 			_, err := tx.ExecContext(ctx, `UPDATE state_snapshots SET doc = ? WHERE thread_id = ?`, []byte(doc), bad.ID)
 			return err
 		}); err != nil {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -189,9 +188,9 @@ func TestCapabilityCacheBound(t *testing.T) {
 	now := time.Now()
 	// A full cache, written directly (10,000 puts would take seconds): entry i expires
 	// i seconds after the soonest.
-	err := st.WriteTx(ctx, func(tx *sql.Tx) error {
+	err := st.WriteTx(ctx, func(tx Tx) error {
 		for i := range memory.MaxCacheEntries {
-			if _, err := tx.Exec(`INSERT INTO cap_cache(key, capability, thread_id, artifact_ref, preview, expires_at) VALUES(?,?,?,?,?,?)`,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO cap_cache(key, capability, thread_id, artifact_ref, preview, expires_at) VALUES(?,?,?,?,?,?)`,
 				fmt.Sprint("k", i), "c", "t", "r", []byte(`{}`), now.Add(time.Hour+time.Duration(i)*time.Second).UnixNano()); err != nil {
 				return err
 			}

@@ -71,10 +71,10 @@ func init() {
 
 // CachePut implements memory.CapabilityStore.
 func (s *SQLite) CachePut(ctx context.Context, key string, r memory.CachedResult, now time.Time) error {
-	return s.WriteTx(ctx, func(tx *sql.Tx) error { return s.cachePut(ctx, tx, key, r, now) })
+	return s.WriteTx(ctx, func(tx Tx) error { return s.cachePut(ctx, tx, key, r, now) })
 }
 
-func (s *SQLite) cachePut(ctx context.Context, tx *sql.Tx, key string, r memory.CachedResult, now time.Time) error {
+func (s *SQLite) cachePut(ctx context.Context, tx Tx, key string, r memory.CachedResult, now time.Time) error {
 	_, err := s.exec(ctx, tx, sqlCachePut, key, r.Capability, r.ThreadID, r.ArtifactRef, []byte(r.Preview), r.ExpiresAt.UnixNano())
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (s *SQLite) RecordCall(ctx context.Context, rec memory.CallRecord) (memory.
 		return memory.Event{}, err
 	}
 	var ev memory.Event
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err = s.write(ctx, func(ctx context.Context, tx Tx, b *batch) (func(), error) {
 		if rec.Cache != nil {
 			if err := s.cachePut(ctx, tx, rec.CacheKey, *rec.Cache, rec.Call.At); err != nil {
 				return nil, fmt.Errorf("write capability cache: %w", err)
@@ -152,7 +152,7 @@ func (s *SQLite) RecordCall(ctx context.Context, rec memory.CallRecord) (memory.
 	return ev, nil
 }
 
-func (s *SQLite) insertCall(ctx context.Context, tx *sql.Tx, c memory.CapabilityCall) error {
+func (s *SQLite) insertCall(ctx context.Context, tx Tx, c memory.CapabilityCall) error {
 	_, err := s.exec(ctx, tx, sqlInsertCall,
 		c.ThreadID, c.Capability, []byte(c.Args), c.ArtifactRef, c.CacheHit, c.PreviewBytes, c.DurationMS, c.At.UnixNano())
 	return err

@@ -156,7 +156,7 @@ func (s *SQLite) pinWAL(ctx context.Context) (*sql.Tx, error) {
 // makes SQLite append instead, and the rewind then falls on a later commit, as before.
 func (s *SQLite) restartWAL() {
 	req := &writeReq{ctx: memory.Deferred(context.Background()), done: make(chan error, 1), deferred: true, restart: true,
-		op: func(ctx context.Context, tx *sql.Tx, _ *batch) (func(), error) {
+		op: func(ctx context.Context, tx Tx, _ *batch) (func(), error) {
 			_, err := tx.ExecContext(ctx, `INSERT INTO store_meta(key, value) VALUES ('wal_restarts', '1')
 				ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`)
 			return nil, err

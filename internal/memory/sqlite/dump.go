@@ -125,7 +125,7 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 		}
 		defer unpin()
 	}
-	err := s.WriteTx(ctx, func(tx *sql.Tx) error {
+	err := s.WriteTx(ctx, func(tx Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
 			return err
@@ -218,7 +218,7 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 
 // freeName is memory.FreeName in the import's write transaction, so two imports cannot
 // both take one name.
-func freeName(ctx context.Context, tx *sql.Tx, name string) (string, error) {
+func freeName(ctx context.Context, tx Tx, name string) (string, error) {
 	return memory.FreeName(name, func(cand string) (bool, error) {
 		var taken int
 		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE name = ?`, cand).Scan(&taken)
@@ -235,7 +235,7 @@ func hashOf(h string) (sum [32]byte) {
 }
 
 // exportLedger reads the thread's agent-to-agent hops and idempotency keys into d.
-func exportLedger(ctx context.Context, tx *sql.Tx, d *memory.ThreadDump) error {
+func exportLedger(ctx context.Context, tx Tx, d *memory.ThreadDump) error {
 	err := tx.QueryRowContext(ctx, `SELECT hops FROM a2a_hops WHERE thread_id = ?`, d.Thread.ID).Scan(&d.Hops)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("export hops: %w", err)
@@ -258,7 +258,7 @@ func exportLedger(ctx context.Context, tx *sql.Tx, d *memory.ThreadDump) error {
 }
 
 // importLedger writes d's agent-to-agent hops and idempotency keys for thread id.
-func importLedger(ctx context.Context, tx *sql.Tx, id string, d *memory.ThreadDump) error {
+func importLedger(ctx context.Context, tx Tx, id string, d *memory.ThreadDump) error {
 	if d.Hops > 0 {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO a2a_hops(thread_id, hops) VALUES (?, ?)`, id, d.Hops); err != nil {
 			return fmt.Errorf("import hops: %w", err)

@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS a2a_messages (
 // so concurrent senders cannot overshoot the limit.
 func (s *SQLite) ClaimHop(ctx context.Context, threadID string, maxHops int, key, msgID string, at time.Time) (int, error) {
 	var hops int
-	err := s.WriteTx(ctx, func(tx *sql.Tx) error {
+	err := s.WriteTx(ctx, func(tx Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO a2a_hops(thread_id, hops) VALUES (?, 1)
 			ON CONFLICT(thread_id) DO UPDATE SET hops = hops + 1 WHERE hops < ? RETURNING hops`,
 			threadID, maxHops).Scan(&hops)
@@ -66,7 +66,7 @@ func (s *SQLite) IdempotentResponse(ctx context.Context, threadID, key string) (
 
 // FinishIdempotent implements memory.HopLedger.
 func (s *SQLite) FinishIdempotent(ctx context.Context, threadID, key string, response []byte) error {
-	return s.WriteTx(ctx, func(tx *sql.Tx) error {
+	return s.WriteTx(ctx, func(tx Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE a2a_messages SET status = 'done', response = ? WHERE thread_id = ? AND idempotency_key = ?`, response, threadID, key)
 		return err
 	})
@@ -74,7 +74,7 @@ func (s *SQLite) FinishIdempotent(ctx context.Context, threadID, key string, res
 
 // ReleaseIdempotent implements memory.HopLedger.
 func (s *SQLite) ReleaseIdempotent(ctx context.Context, threadID, key string) error {
-	return s.WriteTx(ctx, func(tx *sql.Tx) error {
+	return s.WriteTx(ctx, func(tx Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM a2a_messages WHERE thread_id = ? AND idempotency_key = ? AND status = 'pending'`, threadID, key)
 		return err
 	})

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -176,8 +175,8 @@ func TestDeferredCommitSkipsSync(t *testing.T) {
 	ctx := context.Background()
 	syncOf := func(ctx context.Context) int { // -1: the write failed
 		mode := -1
-		if err := st.WriteTx(ctx, func(tx *sql.Tx) error {
-			return tx.QueryRow(`PRAGMA synchronous`).Scan(&mode)
+		if err := st.WriteTx(ctx, func(tx Tx) error {
+			return tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode)
 		}); err != nil {
 			return -1
 		}
@@ -197,7 +196,7 @@ func TestDeferredCommitSkipsSync(t *testing.T) {
 	// queueing them behind a write that holds the writer.
 	hold, release := make(chan struct{}), make(chan struct{})
 	go func() {
-		_ = st.WriteTx(ctx, func(tx *sql.Tx) error { close(hold); <-release; return nil })
+		_ = st.WriteTx(ctx, func(tx Tx) error { close(hold); <-release; return nil })
 	}()
 	<-hold
 	modes := make(chan int, 2)

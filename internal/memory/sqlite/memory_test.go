@@ -3,7 +3,6 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,7 +321,7 @@ func TestBatchOfPatchesFailingAfterWriting(t *testing.T) {
 	}
 	bad := ids[3]
 	stopCheckpointer(s) // its WAL restart after the threads' commits would be a batch of its own
-	if err := s.WriteTx(ctx, func(tx *sql.Tx) error {
+	if err := s.WriteTx(ctx, func(tx Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TEMP TRIGGER refuse AFTER INSERT ON state_versions WHEN NEW.thread_id = '`+bad+`' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)
 		return err
 	}); err != nil {
@@ -388,7 +387,7 @@ func TestBatchOfPatchesFailingAfterWriting(t *testing.T) {
 func TestPanickingWriteDoesNotStopTheStore(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
-	err := s.WriteTx(ctx, func(tx *sql.Tx) error { panic("boom") })
+	err := s.WriteTx(ctx, func(tx Tx) error { panic("boom") })
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("panic not reported: %v", err)
 	}

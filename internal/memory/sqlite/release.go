@@ -23,7 +23,7 @@ func (s *SQLite) ReleaseMemory(ctx context.Context) (bool, error) {
 	var errs []error
 	s.wmu.Lock() // the writer's one connection, between batches
 	if !s.shut {
-		errs = append(errs, shrink(ctx, s.w, "writer"))
+		errs = append(errs, shrink(ctx, s.wc, "writer"))
 	}
 	s.wmu.Unlock()
 	// The checkpointer's and the indexer's connections wait for their goroutines' current
@@ -46,7 +46,9 @@ func (s *SQLite) ReleaseMemory(ctx context.Context) (bool, error) {
 
 // shrink frees the page cache of db's connection (SQLite's shrink_memory: the pages stay
 // in the database and the OS's page cache).
-func shrink(ctx context.Context, db *sql.DB, what string) error {
+func shrink(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, what string) error {
 	if _, err := db.ExecContext(ctx, `PRAGMA shrink_memory`); err != nil {
 		return fmt.Errorf("release the %s's page cache: %w", what, err)
 	}

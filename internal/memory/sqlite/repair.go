@@ -3,7 +3,6 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"os"
@@ -53,7 +52,7 @@ func (s *SQLite) repairMirror(ctx context.Context) {
 func (s *SQLite) repairEvents(ctx context.Context, id string, lastEv int64) {
 	path := filepath.Join(s.mirror.threadDir(id), "events.log")
 	// Run as a write so live appends (which happen after commits) cannot interleave.
-	_ = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	_ = s.write(ctx, func(ctx context.Context, tx Tx, b *batch) (func(), error) {
 		logged := lastLoggedEvent(path)
 		for logged < lastEv {
 			evs, err := s.Events(ctx, id, logged, 1000)

@@ -47,7 +47,7 @@ func (s *SQLite) SharedShorts(ctx context.Context, shorts []string) (map[string]
 
 // shortTaken reports whether a put's new ref would show as a short ref another artifact
 // already has; tx is the put's write transaction, so no other put can take it meanwhile.
-func (s *SQLite) shortTaken(ctx context.Context, tx *sql.Tx, ref string) (bool, error) {
+func (s *SQLite) shortTaken(ctx context.Context, tx Tx, ref string) (bool, error) {
 	var n int
 	err := s.queryRow(ctx, tx, sqlShortTaken, memory.Short(ref)).Scan(&n)
 	return n > 0, err

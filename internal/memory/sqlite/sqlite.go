@@ -59,7 +59,8 @@ const cacheBytes = 16 << 20
 type SQLite struct {
 	home     string
 	path     string
-	w, r, ck *sql.DB // writer, readers, checkpointer
+	w, r, ck *sql.DB   // writer, readers, checkpointer
+	wc       *sql.Conn // the writer's one connection, held open (Tx)
 	mirror   *mirror
 	broker   memory.Broker
 	now      func() time.Time
@@ -206,10 +207,18 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
+	// The writer's one connection, held for the store's life: runBatch begins and ends its
+	// transactions on it with SQL (see Tx).
+	wc, err := w.Conn(context.Background())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	// Readers keep a small page cache each (SQLite's default is 2 MB per connection) and
 	// close when idle: the daemon's memory after a burst of reads goes back down.
 	r, err := sql.Open("sqlite", dsn("query_only(1)", fmt.Sprintf("cache_size(%d)", -readerCacheKB)))
 	if err != nil {
+		wc.Close()
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -218,6 +227,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	r.SetConnMaxIdleTime(30 * time.Second)
 	ck, err := sql.Open("sqlite", dsn())
 	if err != nil {
+		wc.Close()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -227,7 +237,7 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &SQLite{home: home, path: path, w: w, r: r, ck: ck, now: now, syncMode: syncMode, commitSync: syncMode, blobs: opt.Blobs, pins: map[string]int{},
+	s := &SQLite{home: home, path: path, w: w, wc: wc, r: r, ck: ck, now: now, syncMode: syncMode, commitSync: syncMode, blobs: opt.Blobs, pins: map[string]int{},
 		cache: map[string]*cached{}, cacheLimit: cacheBytes, mirror: newMirror(filepath.Join(home, relayhome.ThreadsDir), opt.Mirror), idx: newIndexer(),
 		stmts: map[string]*sql.Stmt{}, xstmts: map[string]*sql.Stmt{}, ckKick: make(chan struct{}, 1), ckLazy: make(chan struct{}, 1), ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	go s.checkpointer()
@@ -282,11 +292,15 @@ func ensurePrivate(path string) error {
 
 func (s *SQLite) migrate() error {
 	ctx := context.Background()
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+	// Through the writer, like every use of its connection: the checkpointer may be writing.
+	if err := s.WriteTx(ctx, func(tx Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("open store %s: %w (is it a relay database? move it away and retry)", s.path, err)
 	}
 	for _, m := range migrations {
-		err := s.WriteTx(ctx, func(tx *sql.Tx) error {
+		err := s.WriteTx(ctx, func(tx Tx) error {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, m.name).Scan(&n); err != nil || n > 0 {
 				return err
@@ -318,8 +332,8 @@ func (s *SQLite) Describe() memory.StoreInfo {
 // WriteTx runs fn in a transaction on the single writer connection (it may share the
 // transaction with other writes; fn's changes commit or roll back as a unit). fn must not
 // call back into the store's write methods.
-func (s *SQLite) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+func (s *SQLite) WriteTx(ctx context.Context, fn func(Tx) error) error {
+	return s.write(ctx, func(ctx context.Context, tx Tx, b *batch) (func(), error) {
 		return nil, fn(tx)
 	})
 }
@@ -348,7 +362,7 @@ func (s *SQLite) Close() error {
 	}
 	s.mirror.close()
 	s.rstmts.close()
-	return errors.Join(s.closeSearchDB(), s.ck.Close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.closeSearchDB(), s.ck.Close(), s.r.Close(), s.wc.Close(), s.w.Close())
 }
 
 // stopReaders stops the goroutines that read the database in the background (the mirror's
@@ -371,7 +385,7 @@ func (s *SQLite) stamp() memory.Time {
 	return memory.Time{Time: s.now().UTC().Truncate(time.Millisecond)}
 }
 
-func (s *SQLite) insertEvent(ctx context.Context, tx *sql.Tx, threadID, typ string, at memory.Time, data []byte) (memory.Event, error) {
+func (s *SQLite) insertEvent(ctx context.Context, tx Tx, threadID, typ string, at memory.Time, data []byte) (memory.Event, error) {
 	res, err := s.exec(ctx, tx, `INSERT INTO events(thread_id, type, at, data) VALUES (?, ?, ?, ?)`, threadID, typ, at.String(), data)
 	if err != nil {
 		return memory.Event{}, err
@@ -404,7 +418,7 @@ func (s *SQLite) CreateThread(ctx context.Context, p memory.CreateThreadParams) 
 	var at memory.Time
 	var ev memory.Event
 	var name, reuse string
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err = s.write(ctx, func(ctx context.Context, tx Tx, b *batch) (func(), error) {
 		var err error
 		if name, reuse, err = threadName(ctx, tx, p); err != nil || reuse != "" {
 			return nil, err
@@ -445,7 +459,7 @@ func (s *SQLite) CreateThread(ctx context.Context, p memory.CreateThreadParams) 
 }
 
 // threadName is memory.ThreadName with this store's lookups, inside the creating transaction.
-func threadName(ctx context.Context, tx *sql.Tx, p memory.CreateThreadParams) (name, reuse string, err error) {
+func threadName(ctx context.Context, tx Tx, p memory.CreateThreadParams) (name, reuse string, err error) {
 	return memory.ThreadName(p, func(name string) (string, error) {
 		var id string
 		err := tx.QueryRowContext(ctx, `SELECT id FROM threads WHERE name = ? ORDER BY created_at, id LIMIT 1`, name).Scan(&id)
@@ -741,7 +755,7 @@ func (s *SQLite) PatchState(ctx context.Context, id string, patch []byte, expect
 		}
 	}
 	var res memory.PatchResult
-	err := s.writeChecked(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err := s.writeChecked(ctx, func(ctx context.Context, tx Tx, b *batch) (func(), error) {
 		cur, err := s.latestForWrite(ctx, tx, b, id)
 		if err != nil {
 			return nil, err
@@ -906,7 +920,7 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 	srcRefs, _ := json.Marshal(a.Provenance.SourceRefs)
 	indexed := a.Provenance.Capability != memory.SearchCapability
 	var out memory.Artifact
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	err := s.write(ctx, func(ctx context.Context, tx Tx, b *batch) (func(), error) {
 		// An artifact found by (thread, hash) proves the thread exists; otherwise the
 		// counter's UPDATE below finding no thread does (one statement fewer per put).
 		if old, err := scanArtifact(s.queryRow(ctx, tx, sqlArtifactByHash, id, a.Hash)); err == nil {
@@ -1096,7 +1110,7 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (mem
 		return memory.Event{}, err
 	}
 	var ev memory.Event
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, bt *batch) (after func(), err error) {
+	err = s.write(ctx, func(ctx context.Context, tx Tx, bt *batch) (after func(), err error) {
 		if err := s.threadExistsIn(ctx, tx, id); err != nil {
 			return nil, err
 		}
@@ -1114,7 +1128,7 @@ func (s *SQLite) AppendEvent(ctx context.Context, id, typ string, data any) (mem
 
 // appendEvent appends an event to a thread that exists, in tx; after publishes it (the
 // mirror, the thread's followers) once tx is committed.
-func (s *SQLite) appendEvent(ctx context.Context, tx *sql.Tx, id, typ string, data []byte) (memory.Event, func(), error) {
+func (s *SQLite) appendEvent(ctx context.Context, tx Tx, id, typ string, data []byte) (memory.Event, func(), error) {
 	e, err := s.insertEvent(ctx, tx, id, typ, s.stamp(), data)
 	if err != nil {
 		return memory.Event{}, nil, err
@@ -1128,7 +1142,7 @@ func (s *SQLite) appendEvent(ctx context.Context, tx *sql.Tx, id, typ string, da
 const sqlThreadCount = `SELECT count(*) FROM threads WHERE id = ?`
 
 // threadExistsIn is threadExists in a write transaction.
-func (s *SQLite) threadExistsIn(ctx context.Context, tx *sql.Tx, id string) error {
+func (s *SQLite) threadExistsIn(ctx context.Context, tx Tx, id string) error {
 	var n int
 	if err := s.queryRow(ctx, tx, sqlThreadCount, id).Scan(&n); err != nil {
 		return err
@@ -1206,7 +1220,7 @@ func (s *SQLite) AddMetrics(ctx context.Context, id string, m memory.Metrics) er
 	if err := memory.CheckThreadID(id); err != nil {
 		return err
 	}
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, b *batch) (func(), error) {
+	return s.write(ctx, func(ctx context.Context, tx Tx, b *batch) (func(), error) {
 		return s.addMetrics(ctx, tx, b, id, m)
 	})
 }
@@ -1215,7 +1229,7 @@ const sqlAddMetrics = `UPDATE threads SET cache_hits = cache_hits + ?, tokens_av
 
 // addMetrics adds m to the thread's counters in tx (a *NotFoundError when there is no such
 // thread); after updates the cached header once tx is committed.
-func (s *SQLite) addMetrics(ctx context.Context, tx *sql.Tx, b *batch, id string, m memory.Metrics) (func(), error) {
+func (s *SQLite) addMetrics(ctx context.Context, tx Tx, b *batch, id string, m memory.Metrics) (func(), error) {
 	var cur memory.Metrics
 	err := s.queryRow(ctx, tx, sqlAddMetrics, m.CacheHits, m.TokensAvoided, id).Scan(&cur.CacheHits, &cur.TokensAvoided)
 	if errors.Is(err, sql.ErrNoRows) {
