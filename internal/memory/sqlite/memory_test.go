@@ -396,6 +396,41 @@ func TestPanickingWriteDoesNotStopTheStore(t *testing.T) {
 	}
 }
 
+// TestFailedCommitLeavesNoTransaction: a COMMIT that fails (a deferred foreign key still
+// violated at commit: SQLite keeps the transaction open then) fails its writers, changes
+// nothing, and the writer's next transactions begin and commit as usual.
+func TestFailedCommitLeavesNoTransaction(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	if err := s.WriteTx(ctx, func(tx Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE parent (id INTEGER PRIMARY KEY);
+			CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.WriteTx(ctx, func(tx Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO child(id, parent) VALUES (1, 42)`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "commit") {
+		t.Fatalf("a commit that cannot hold its foreign key: %v, want the commit's error", err)
+	}
+	for i := range 3 {
+		if _, err := s.CreateThread(ctx, memory.CreateThreadParams{}); err != nil {
+			t.Fatalf("write %d after the failed commit: %v", i, err)
+		}
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM child`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("child rows after the failed commit: %d, %v", n, err)
+	}
+	ths, err := s.ListThreads(ctx, 0)
+	if err != nil || len(ths) != 3 {
+		t.Fatalf("threads after the failed commit: %d, %v", len(ths), err)
+	}
+}
+
 // TestMirrorOffByDefault: without Options.Mirror nothing is written under threads/.
 func TestMirrorOffByDefault(t *testing.T) {
 	ctx := context.Background()
