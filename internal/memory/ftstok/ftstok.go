@@ -37,9 +37,7 @@ func Scan(text string, fn func(start, end int, tok []byte)) bool {
 		case c >= utf8.RuneSelf:
 			var r rune
 			r, n = utf8.DecodeRuneInString(text[i:])
-			// unicode61 separates at every character outside letters, digits and private
-			// use; these are separators in every Unicode version.
-			if r == utf8.RuneError || !(unicode.IsPunct(r) || unicode.IsSymbol(r) || unicode.IsSpace(r)) {
+			if !separator(r) {
 				return false
 			}
 		}
@@ -72,6 +70,30 @@ func lower(dst []byte, s string) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// separators are the non-ASCII ranges where every punctuation, symbol and space character
+// (Go's tables) separates tokens in FTS5's unicode61 too (TestSeparatorsAreFTS5s checks each
+// one): typographic punctuation, arrows, maths, box drawing, shapes, symbols, CJK brackets.
+// Outside them FTS5's older Unicode tables may disagree: a character assigned since, like
+// U+07FE (a symbol now), is a token character to FTS5.
+var separators = [][2]rune{
+	{0x00A0, 0x00BF}, {0x00D7, 0x00D7}, {0x00F7, 0x00F7},
+	{0x2000, 0x206F}, {0x2190, 0x23F3}, {0x2500, 0x26FF}, {0x2701, 0x27BF},
+	{0x3000, 0x3003}, {0x3008, 0x3011}, {0x3014, 0x301F},
+}
+
+// separator reports whether non-ASCII r separates tokens as FTS5 sees them.
+func separator(r rune) bool {
+	if !(unicode.IsPunct(r) || unicode.IsSymbol(r) || unicode.IsSpace(r)) {
+		return false
+	}
+	for _, rg := range separators {
+		if rg[0] <= r && r <= rg[1] {
+			return true
+		}
+	}
+	return false
 }
 
 func isAlnum(c byte) bool {

@@ -157,6 +157,31 @@ func TestScanIsFTS5s(t *testing.T) {
 	t.Logf("%d texts, %d refused", len(texts), refused)
 }
 
+// TestSeparatorsAreFTS5s: every character Scan takes as a separator separates two words in
+// FTS5 too.
+func TestSeparatorsAreFTS5s(t *testing.T) {
+	var texts []string
+	var runes []rune
+	for r := rune(0x80); r <= 0x3100; r++ {
+		if got, ok := goTokens("x" + string(r) + "y"); ok {
+			if strings.Join(got, " ") != "x y" {
+				t.Fatalf("U+%04X: Scan %q", r, got)
+			}
+			texts, runes = append(texts, "x"+string(r)+"y"), append(runes, r)
+		}
+	}
+	want := fts5Tokens(t, texts)
+	for i, r := range runes {
+		if strings.Join(want[i], " ") != "x y" {
+			t.Errorf("U+%04X %q: FTS5 makes %q of x%sy; Scan separates there", r, string(r), want[i], string(r))
+		}
+	}
+	if len(runes) < 1000 {
+		t.Errorf("only %d separators", len(runes))
+	}
+	t.Logf("%d separators", len(runes))
+}
+
 // FuzzScan: whatever Scan accepts, it tokenizes as FTS5 does.
 func FuzzScan(f *testing.F) {
 	for _, s := range []string{"Hello, world", "relaying relays", "x\u00a0y", "caresses ponies", "a.b:c", "ÀB"} {
