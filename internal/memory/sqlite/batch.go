@@ -162,10 +162,10 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 	}
 	// Not tied to one request's context: cancelling one client must not roll back the others.
 	ctx := context.Background()
-	tx := writerTx{s}
+	var tx Tx = s.wc // inside the transaction begun below
 	if _, err := s.exec(ctx, s.wc, sqlBegin); err != nil {
 		// a transaction left open (a COMMIT and its ROLLBACK that both failed) is ended here
-		tx.Rollback()
+		s.rollback()
 		if _, err := s.exec(ctx, s.wc, sqlBegin); err != nil {
 			fail(fmt.Errorf("begin write: %w", err))
 			return
@@ -182,7 +182,7 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 		}
 		if savepoints {
 			if _, err := s.exec(ctx, tx, sqlSavepoint); err != nil {
-				tx.Rollback()
+				s.rollback()
 				fail(fmt.Errorf("savepoint: %w", err))
 				return
 			}
@@ -194,12 +194,12 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 			errs[i] = err
 			b.pending = saved
 			if single {
-				tx.Rollback()
+				s.rollback()
 				r.done <- err
 				return
 			}
 			if lazy && b.wrote {
-				tx.Rollback()
+				s.rollback()
 				s.runBatchAs(reqs, false)
 				return
 			}
@@ -207,14 +207,14 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 				continue // it wrote nothing
 			}
 			if _, rerr := s.exec(ctx, tx, sqlRollbackTo); rerr != nil {
-				tx.Rollback()
+				s.rollback()
 				fail(fmt.Errorf("roll back a failed write: %w", rerr))
 				return
 			}
 		}
 		if savepoints {
 			if _, err := s.exec(ctx, tx, sqlRelease); err != nil {
-				tx.Rollback()
+				s.rollback()
 				fail(fmt.Errorf("release savepoint: %w", err))
 				return
 			}
@@ -223,8 +223,8 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 			afters[i] = after
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		tx.Rollback() // a failed COMMIT can leave the transaction open
+	if err := s.commit(); err != nil {
+		s.rollback() // a failed COMMIT can leave the transaction open
 		err = fmt.Errorf("commit: %w", err)
 		for i := range reqs {
 			if errs[i] == nil {
@@ -358,48 +358,19 @@ const (
 
 // queryRow is exec for single-row queries.
 func (s *SQLite) queryRow(ctx context.Context, tx Tx, query string, args ...any) *sql.Row {
-	if st := s.stmts[query]; st != nil && s.isWriter(tx) {
+	if st := s.stmts[query]; st != nil && tx == Tx(s.wc) { // prepared on the writer connection
 		return st.QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
-// isWriter reports whether tx is the writer connection (or its transaction), on which the
-// hot statements are prepared.
-func (s *SQLite) isWriter(tx Tx) bool {
-	switch t := tx.(type) {
-	case writerTx:
-		return true
-	case *sql.Conn:
-		return t == s.wc
-	}
-	return false
-}
-
-// writerTx is the writer connection's transaction that runBatch began: statements go to
-// the connection, and Commit and Rollback end it with the prepared COMMIT and ROLLBACK.
-type writerTx struct{ s *SQLite }
-
-func (t writerTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.s.wc.ExecContext(ctx, query, args...)
-}
-
-func (t writerTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return t.s.wc.QueryContext(ctx, query, args...)
-}
-
-func (t writerTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return t.s.wc.QueryRowContext(ctx, query, args...)
-}
-
-func (t writerTx) Commit() error {
-	_, err := t.s.exec(context.Background(), t.s.wc, sqlCommit)
+// commit and rollback end the transaction runBatch began on the writer connection.
+func (s *SQLite) commit() error {
+	_, err := s.exec(context.Background(), s.wc, sqlCommit)
 	return err
 }
 
-func (t writerTx) Rollback() {
-	_, _ = t.s.exec(context.Background(), t.s.wc, sqlRollback)
-}
+func (s *SQLite) rollback() { _, _ = s.exec(context.Background(), s.wc, sqlRollback) }
 
 func (s *SQLite) prepare(ctx context.Context) error {
 	// under wmu: the writer connection is the batches' (the checkpointer's may be running)
@@ -417,7 +388,7 @@ func (s *SQLite) prepare(ctx context.Context) error {
 
 // exec runs a write statement, through its prepared form when it is a hot one.
 func (s *SQLite) exec(ctx context.Context, tx Tx, query string, args ...any) (sql.Result, error) {
-	if st := s.stmts[query]; st != nil && s.isWriter(tx) {
+	if st := s.stmts[query]; st != nil && tx == Tx(s.wc) { // prepared on the writer connection
 		return st.ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)

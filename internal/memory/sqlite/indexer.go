@@ -395,21 +395,11 @@ func artifactText(token, ref string) (string, error) {
 // indexedText is the text of relay.db's artifact ref as the index saw it; "" when the
 // artifact is missing or unreadable (the hit then has no snippet, but stands).
 func (s *SQLite) indexedText(ctx context.Context, ref string) string {
-	var typ string
-	var content []byte
-	var enc int
-	st, err := s.rstmts.get(ctx, s.r, `SELECT a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref WHERE a.ref = ?`)
-	if err == nil {
-		err = st.QueryRowContext(ctx, ref).Scan(&typ, &content, &enc)
-	}
+	texts, err := s.indexedTexts(ctx, []string{ref})
 	if err != nil {
 		return ""
 	}
-	text, err := searchText(typ, content, enc)
-	if err != nil {
-		return ""
-	}
-	return text
+	return texts[0]
 }
 
 // runIndexer indexes new artifacts until the store closes, and merges the index while it

@@ -277,7 +277,11 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 // snippet cut from windows of its text (cutSnippets).
 func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match string, hits []memory.SearchHit, rowids []int64, at map[int64]int) ([]string, error) {
 	snips := make([]string, len(hits))
-	texts, err := s.hitTexts(ctx, hits)
+	refs := make([]string, len(hits))
+	for i, h := range hits {
+		refs[i] = h.Ref
+	}
+	texts, err := s.indexedTexts(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
@@ -339,18 +343,18 @@ func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match stri
 	return snips, nil
 }
 
-// hitTexts returns each hit's text as the index saw it ("" for a hit whose artifact is
-// gone or unreadable: it has no snippet, but stands).
-func (s *SQLite) hitTexts(ctx context.Context, hits []memory.SearchHit) ([]string, error) {
-	texts := make([]string, len(hits))
-	refs := make([]any, len(hits))
-	at := make(map[string]int, len(hits))
-	for i, h := range hits {
-		refs[i] = h.Ref
-		at[h.Ref] = i
+// indexedTexts returns the texts of artifacts refs as the index saw them, in order ("" for
+// one that is gone or unreadable: a hit with no snippet, but it stands), in one query.
+func (s *SQLite) indexedTexts(ctx context.Context, refs []string) ([]string, error) {
+	texts := make([]string, len(refs))
+	args := make([]any, len(refs))
+	at := make(map[string]int, len(refs))
+	for i, ref := range refs {
+		args[i] = ref
+		at[ref] = i
 	}
 	rows, err := s.readRows(ctx, `SELECT a.ref, a.type, c.content, c.enc FROM artifacts a JOIN artifact_content c ON c.ref = a.ref
-		WHERE a.ref IN (?`+strings.Repeat(",?", len(hits)-1)+`)`, refs...)
+		WHERE a.ref IN (?`+strings.Repeat(",?", len(refs)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: read hits: %w", err)
 	}
