@@ -83,7 +83,7 @@ func main() {
 	flag.IntVar(&cfg.sustainBig, "sustain-big", 1000, "100 KB artifacts put right after the 2 KB load (sustained ingestion), into a thread of their own")
 	flag.DurationVar(&cfg.quiet, "quiet", 10*time.Second, "after the load, read the daemon's RSS again once it has had no request for this long (0: don't)")
 	flag.IntVar(&cfg.docs, "docs", 0, "then grow the search thread to this many artifacts (e.g. 100000) and search again")
-	flag.IntVar(&cfg.queries, "queries", 200, "search queries per kind")
+	flag.IntVar(&cfg.queries, "queries", 200, "search queries per kind (0: no searches, e.g. for a daemon that limits calls per thread)")
 	flag.StringVar(&conns, "conns", "1,8", "connection counts for the put tests")
 	flag.BoolVar(&cfg.binary, "binary", false, "put random binary (type binary, not full-text indexed) instead of text")
 	flag.BoolVar(&cfg.inprocess, "inprocess", false, "run the daemon inside this process (RSS then includes the client; allows -cpuprofile)")
@@ -239,7 +239,7 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.binary {
+	if !cfg.binary && cfg.queries > 0 {
 		// The first search after the load waits until the indexer has caught up with the
 		// thread: how far the index trails a burst of puts.
 		t0, c0 := time.Now(), d.cpu()
@@ -262,7 +262,7 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 		if _, err := r.load(corp, cfg.small, cfg.docs, sid); err != nil {
 			return nil, err
 		}
-		if !cfg.binary {
+		if !cfg.binary && cfg.queries > 0 {
 			if err := r.settle("the load"); err != nil {
 				return nil, err
 			}
