@@ -36,16 +36,25 @@ import (
 
 const (
 	// A search waits for the batch in flight before its own thread's, so a batch stays
-	// small: 1 MB batches made put→found 212 ms on average behind a backlog (56 ms at 256 KB,
-	// bench/memory).
-	indexBatchDocs  = 32        // artifacts per index transaction at most
+	// small in bytes: 1 MB batches made put→found 212 ms on average behind a backlog (56 ms
+	// at 256 KB, bench/memory). In documents it may be large: each commit adds a segment
+	// that merges add to, so 2 KB notes in batches of 128 instead of 32 took 20 % less of
+	// the index's CPU (the same 256 KB bound holds them).
+	indexBatchDocs  = 128       // artifacts per index transaction at most
 	indexBatchBytes = 256 << 10 // and about this much text per transaction
 	// indexCoalesce is how long the indexer lets puts gather before it indexes less than a
 	// batch when no search waits: an index commit flushes a segment and merges, which cost
 	// more than tokenizing a 2 KB note, so one commit per put spent a third of the
 	// indexer's CPU there (gathering: 13 % less CPU for 3,000 2 KB puts, BenchmarkPutArtifact2KB).
+	// 100 ms gathers a full batch of notes put one at a time (~1,000/s).
 	// A search never waits for it: it asks for its thread at once.
-	indexCoalesce = 25 * time.Millisecond
+	indexCoalesce = 100 * time.Millisecond
+	// indexAutomerge is FTS5's automerge: how many segments of a level wait before they are
+	// merged into one of the next level. FTS5's 4 rewrites each document at every level;
+	// at 8, indexing 10k notes of 2 KB took 25-30 % less CPU (with 128-document batches;
+	// a query then seeks more segments until the idle merge below makes them one: a miss
+	// 74 µs instead of 51 right after the load).
+	indexAutomerge = 8
 	// maxThreadIndexLag bounds how far a thread's index trails its puts, in the bytes it
 	// has to tokenize: past it a text put to the thread waits for the indexer
 	// (backpressure). This pure-Go FTS5 indexes 8-13 MB/s on one core of a 2-core machine,
@@ -309,6 +318,10 @@ func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
 	if _, err := tx.ExecContext(ctx, searchSchema); err != nil {
 		return err
 	}
+	// stored in the index's own config table; set at every open so an older search.db gets it
+	if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_fts(artifact_fts, rank) VALUES ('automerge', ?)`, indexAutomerge); err != nil {
+		return err
+	}
 	var store string
 	var mark int64
 	switch err := tx.QueryRowContext(ctx, `SELECT store, done FROM progress WHERE id = 1`).Scan(&store, &mark); {
@@ -442,9 +455,9 @@ func (s *SQLite) runIndexer() {
 	}
 }
 
-// Idle merging. Each index commit adds a segment, and FTS5's automerge keeps up to four a
-// level, so a 10k-document index holds a dozen or more and every query term seeks each
-// one: merged into one, a 10k search took 29-37 % less CPU (one term, two, a phrase) and a
+// Idle merging. Each index commit adds a segment, and FTS5's automerge keeps up to
+// indexAutomerge a level, so a 10k-document index holds a dozen or more and every query
+// term seeks each one: merged into one, a 10k search took 29-37 % less CPU (one term, two, a phrase) and a
 // miss 62 % less (BenchmarkSearchText10k). The merge rewrites the whole index (~0.5 s of
 // CPU at 10k documents of 2 KB), so it runs only after the indexer was idle for
 // idleMergeAfter, in steps it stops between as soon as a put or a search needs it, and

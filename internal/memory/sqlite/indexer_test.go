@@ -328,8 +328,8 @@ func TestIdleMerge(t *testing.T) {
 	tid := newThread(t, st)
 	ctx := context.Background()
 	var want []string    // the artifacts holding "kind3"
-	for i := range 150 { // in batches of at most 32 artifacts: several segments
-		body := fmt.Sprintf("note %d of kind%d\n%s", i, i%7, filler(1000))
+	for i := range 150 { // puts gathered in batches: more than one segment
+		body := fmt.Sprintf("note %d of kind%d\n%s", i, i%7, filler(2000)) // 300 KB: over one batch
 		ref := put(t, st, tid, fmt.Sprintf("n%03d.md", i), "markdown", body)
 		if i%7 == 3 {
 			want = append(want, ref)
@@ -375,5 +375,40 @@ func TestIdleMerge(t *testing.T) {
 	}
 	if got := found(); !slices.Equal(got, want) {
 		t.Fatalf("after the merge: %d hits, want the %d artifacts holding the word", len(got), len(want))
+	}
+}
+
+// TestIndexAutomerge: the index merges a level once indexAutomerge segments wait there,
+// in a new search.db and in one an older relay made (FTS5's own 4).
+func TestIndexAutomerge(t *testing.T) {
+	home := t.TempDir()
+	automerge := func(st *SQLite) int {
+		t.Helper()
+		var v int
+		if err := st.xr.QueryRow(`SELECT v FROM artifact_fts_config WHERE k = 'automerge'`).Scan(&v); err != nil {
+			t.Fatalf("automerge is not set: %v", err)
+		}
+		return v
+	}
+	st, err := OpenSQLite(home, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := automerge(st); got != indexAutomerge {
+		t.Fatalf("automerge %d in a new index, want %d", got, indexAutomerge)
+	}
+	if _, err := st.xw.Exec(`INSERT INTO artifact_fts(artifact_fts, rank) VALUES ('automerge', 4)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = OpenSQLite(home, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := automerge(st); got != indexAutomerge {
+		t.Fatalf("automerge %d after reopening an index set to 4, want %d", got, indexAutomerge)
 	}
 }
