@@ -38,7 +38,7 @@ const (
 	// A search waits for the batch in flight before its own thread's, so a batch stays
 	// small in bytes: 1 MB batches made put→found 212 ms on average behind a backlog (56 ms
 	// at 256 KB, bench/memory). In documents it may be large: each commit adds a segment
-	// that merges add to, so 2 KB notes in batches of 128 instead of 32 took 20 % less of
+	// that merges add to, so 2 KB notes in batches of 128 instead of 32 took 16 % less of
 	// the index's CPU (the same 256 KB bound holds them).
 	indexBatchDocs  = 128       // artifacts per index transaction at most
 	indexBatchBytes = 256 << 10 // and about this much text per transaction
@@ -46,7 +46,7 @@ const (
 	// batch when no search waits: an index commit flushes a segment and merges, which cost
 	// more than tokenizing a 2 KB note, so one commit per put spent a third of the
 	// indexer's CPU there (gathering: 13 % less CPU for 3,000 2 KB puts, BenchmarkPutArtifact2KB).
-	// 100 ms gathers a full batch of notes put one at a time (~1,000/s).
+	// 100 ms gathers most of a batch of notes put one at a time (~1,000/s).
 	// A search never waits for it: it asks for its thread at once.
 	indexCoalesce = 100 * time.Millisecond
 	// indexAutomerge is FTS5's automerge: how many segments of a level wait before they are
@@ -457,8 +457,8 @@ func (s *SQLite) runIndexer() {
 
 // Idle merging. Each index commit adds a segment, and FTS5's automerge keeps up to
 // indexAutomerge a level, so a 10k-document index holds a dozen or more and every query
-// term seeks each one: merged into one, a 10k search took 29-37 % less CPU (one term, two, a phrase) and a
-// miss 62 % less (BenchmarkSearchText10k). The merge rewrites the whole index (~0.5 s of
+// term seeks each one: merged into one, a 10k search took 29-37 % less CPU (one term,
+// two, a phrase) and a miss 62 % less (BenchmarkSearchText10k). The merge rewrites the whole index (~0.5 s of
 // CPU at 10k documents of 2 KB), so it runs only after the indexer was idle for
 // idleMergeAfter, in steps it stops between as soon as a put or a search needs it, and
 // only once a fourth of the index's size has been indexed since the last one.
