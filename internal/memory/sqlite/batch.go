@@ -151,26 +151,17 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 	errs := make([]error, len(reqs))
 	afters := make([]func(), len(reqs))
 	fail := func(err error) {
-		for i, r := range reqs {
+		for _, r := range reqs {
 			r.done <- err
-			_ = i
 		}
 	}
-	if err := s.setCommitSync(reqs); err != nil {
+	if err := s.begin(reqs); err != nil {
 		fail(err)
 		return
 	}
 	// Not tied to one request's context: cancelling one client must not roll back the others.
 	ctx := context.Background()
-	var tx Tx = s.wc // inside the transaction begun below
-	if _, err := s.exec(ctx, s.wc, sqlBegin); err != nil {
-		// a transaction left open (a COMMIT and its ROLLBACK that both failed) is ended here
-		s.rollback()
-		if _, err := s.exec(ctx, s.wc, sqlBegin); err != nil {
-			fail(fmt.Errorf("begin write: %w", err))
-			return
-		}
-	}
+	var tx Tx = s.wc // inside the transaction begin opened
 	b := &batch{pending: map[string]*cached{}}
 	single := len(reqs) == 1
 	lazy = lazy && !single && !slices.ContainsFunc(reqs, func(r *writeReq) bool { return !r.checked })
@@ -244,6 +235,26 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 	for i, r := range reqs {
 		r.done <- errs[i]
 	}
+}
+
+// begin sets the batch's commit durability and begins its transaction. A transaction left
+// open on the connection (a COMMIT and its ROLLBACK that both failed) makes either step fail
+// (SQLite refuses both inside a transaction): it is rolled back and both are tried again.
+func (s *SQLite) begin(reqs []*writeReq) error {
+	try := func() error {
+		if err := s.setCommitSync(reqs); err != nil {
+			return err
+		}
+		if _, err := s.exec(context.Background(), s.wc, sqlBegin); err != nil {
+			return fmt.Errorf("begin write: %w", err)
+		}
+		return nil
+	}
+	if try() == nil {
+		return nil
+	}
+	s.rollback()
+	return try()
 }
 
 // setCommitSync makes the next commit skip its fsync when every op of the batch is

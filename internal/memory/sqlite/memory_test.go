@@ -416,6 +416,10 @@ func TestFailedCommitLeavesNoTransaction(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "commit") {
 		t.Fatalf("a commit that cannot hold its foreign key: %v, want the commit's error", err)
 	}
+	// the failed COMMIT's transaction was rolled back: the connection can begin another
+	if err := beginOnWriter(s); err != nil {
+		t.Fatalf("a transaction is still open after the failed commit: %v", err)
+	}
 	for i := range 3 {
 		if _, err := s.CreateThread(ctx, memory.CreateThreadParams{}); err != nil {
 			t.Fatalf("write %d after the failed commit: %v", i, err)
@@ -429,6 +433,39 @@ func TestFailedCommitLeavesNoTransaction(t *testing.T) {
 	if err != nil || len(ths) != 3 {
 		t.Fatalf("threads after the failed commit: %d, %v", len(ths), err)
 	}
+}
+
+// TestBeginEndsATransactionLeftOpen: a transaction left open on the writer's connection
+// (a COMMIT and its ROLLBACK that both failed) is ended by the next batch, which then
+// begins and commits its own.
+func TestBeginEndsATransactionLeftOpen(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	s.wmu.Lock()
+	_, err := s.wc.ExecContext(ctx, `BEGIN`)
+	s.wmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := s.CreateThread(ctx, memory.CreateThreadParams{})
+	if err != nil {
+		t.Fatalf("write after a transaction left open: %v", err)
+	}
+	if _, err := s.GetThread(ctx, th.ID); err != nil { // a reader sees it: committed
+		t.Fatalf("the thread was not committed: %v", err)
+	}
+}
+
+// beginOnWriter begins and rolls back a transaction on the writer's connection between
+// batches: an error says one is still open.
+func beginOnWriter(s *SQLite) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.wc.ExecContext(context.Background(), `BEGIN`); err != nil {
+		return err
+	}
+	_, err := s.wc.ExecContext(context.Background(), `ROLLBACK`)
+	return err
 }
 
 // TestMirrorOffByDefault: without Options.Mirror nothing is written under threads/.
