@@ -51,7 +51,7 @@ const (
 	indexCoalesce = 100 * time.Millisecond
 	// indexAutomerge is FTS5's automerge: how many segments of a level wait before they are
 	// merged into one of the next level. FTS5's 4 rewrites each document at every level;
-	// at 8, indexing 10k notes of 2 KB took 25-30 % less CPU (with 128-document batches;
+	// at 8, indexing 10k notes of 2 KB took 24-28 % less CPU (with 128-document batches;
 	// a query then seeks more segments until the idle merge below makes them one: a miss
 	// 74 µs instead of 51 right after the load).
 	indexAutomerge = 8

@@ -394,6 +394,7 @@ func TestIndexAutomerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() }) // Close is idempotent; this closes whichever is open
 	if got := automerge(st); got != indexAutomerge {
 		t.Fatalf("automerge %d in a new index, want %d", got, indexAutomerge)
 	}
@@ -407,7 +408,6 @@ func TestIndexAutomerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	if got := automerge(st); got != indexAutomerge {
 		t.Fatalf("automerge %d after reopening an index set to 4, want %d", got, indexAutomerge)
 	}
