@@ -45,8 +45,9 @@ func TestDecoder(t *testing.T) {
 		for _, r := range []struct {
 			name string
 			wrap func(io.Reader) io.Reader
-		}{{"whole", func(r io.Reader) io.Reader { return r }}, {"bytewise", iotest.OneByteReader}, {"halves", iotest.HalfReader}} {
-			got, err := io.ReadAll(NewDecoder(r.wrap(strings.NewReader(c.in))))
+		}{{"whole", func(r io.Reader) io.Reader { return r }}, {"bytewise", iotest.OneByteReader}, {"halves", iotest.HalfReader},
+			{"read bytewise", func(r io.Reader) io.Reader { return r }}, {"read into room", func(r io.Reader) io.Reader { return r }}} {
+			got, err := readAll(NewDecoder(r.wrap(strings.NewReader(c.in))), r.name)
 			if c.err {
 				var ce base64.CorruptInputError
 				if err == nil || !errors.As(err, &ce) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -57,6 +58,44 @@ func TestDecoder(t *testing.T) {
 			if err != nil || !bytes.Equal(got, c.want) {
 				t.Errorf("%s, %s: %d bytes (want %d), err %v", c.name, r.name, len(got), len(c.want), err)
 			}
+		}
+	}
+}
+
+// readAll reads d to its end the way the test named: a byte per read ("read bytewise", the
+// decoder's own buffer), into a buffer with room for everything ("read into room", decoded in
+// place, as the daemon's spool reads), or as io.ReadAll does (both, as its buffer grows).
+func readAll(d *Decoder, how string) ([]byte, error) {
+	defer d.Close()
+	switch how {
+	case "read bytewise":
+		return io.ReadAll(iotest.OneByteReader(d))
+	case "read into room":
+		var b bytes.Buffer
+		b.Grow(1 << 20)
+		_, err := b.ReadFrom(d)
+		return b.Bytes(), err
+	}
+	return io.ReadAll(d)
+}
+
+// TestCloseReusesBuffer: a closed decoder refuses reads, and the next one, which may get its
+// buffer, decodes its own input only.
+func TestCloseReusesBuffer(t *testing.T) {
+	d := NewDecoder(strings.NewReader("aGVsbG8gd29ybGQ=")) // "hello world"
+	buf := make([]byte, 5)
+	if n, err := d.Read(buf); n != 5 || err != nil || string(buf) != "hello" {
+		t.Fatalf("first read: %d %q %v", n, buf[:n], err)
+	}
+	d.Close()
+	if n, err := d.Read(buf); n != 0 || err == nil {
+		t.Fatalf("read after Close: %d bytes, err %v; want an error", n, err)
+	}
+	d.Close() // twice is harmless
+	for range 3 {
+		got, err := readAll(NewDecoder(strings.NewReader("aGk=")), "whole")
+		if err != nil || string(got) != "hi" {
+			t.Fatalf("next decoder: %q %v, want \"hi\"", got, err)
 		}
 	}
 }
@@ -87,7 +126,7 @@ func FuzzDecoder(f *testing.F) {
 		case 2:
 			src = iotest.HalfReader(src)
 		}
-		got, err := io.ReadAll(NewDecoder(src))
+		got, err := readAll(NewDecoder(src), []string{"whole", "read bytewise", "read into room"}[int(split/3)%3])
 		if (err != nil) != (werr != nil) {
 			t.Fatalf("%q: err %v, base64.NewDecoder's %v", in, err, werr)
 		}
@@ -107,7 +146,7 @@ func BenchmarkDecode100KB(b *testing.B) {
 		new  func(io.Reader) io.Reader
 	}{
 		{"stdlib", func(r io.Reader) io.Reader { return base64.NewDecoder(base64.StdEncoding, r) }},
-		{"base64stream", NewDecoder},
+		{"base64stream", func(r io.Reader) io.Reader { return NewDecoder(r) }},
 	} {
 		b.Run(d.name, func(b *testing.B) {
 			b.SetBytes(int64(len(enc)))

@@ -134,6 +134,7 @@ func filtered(doc []byte) (upload, error) {
 		taken[field] = string(b)
 		return err
 	})
+	defer f.Close() // the next document may get its buffer: every test and fuzz run checks the reuse
 	err := decode(f, &u)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -173,6 +174,27 @@ func TestFilter(t *testing.T) {
 	}
 	if _, err := filtered([]byte(`{"content":5}`)); err == nil || !strings.Contains(err.Error(), "content") {
 		t.Fatalf("a number for content: %v", err)
+	}
+}
+
+// TestFilterClose: a closed filter refuses reads and keeps nothing of its document for the
+// filter that reuses its buffer.
+func TestFilterClose(t *testing.T) {
+	f := NewFilter(strings.NewReader(`{"name":"first","content":"`+strings.Repeat("a", 100<<10)+`"}`), []string{"content"},
+		func(string, io.Reader) error { return nil })
+	if _, err := io.ReadFull(f, make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if n, err := f.Read(make([]byte, 4)); n != 0 || err == nil {
+		t.Fatalf("read after Close: %d bytes, err %v; want an error", n, err)
+	}
+	f.Close() // twice is harmless
+	for range 3 {
+		u, err := filtered([]byte(`{"name":"next","content":"b"}`))
+		if err != nil || u.Name != "next" || u.Content == nil || *u.Content != "b" {
+			t.Fatalf("next filter: %+v, %v", u, err)
+		}
 	}
 }
 

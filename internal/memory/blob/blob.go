@@ -262,7 +262,9 @@ func SpoolSized(r io.Reader, limit, threshold int64, dir string, size int64) (*B
 	if size > 0 {
 		buf.Grow(int(min(size, threshold)) + bytes.MinRead)
 	}
-	n, err := io.Copy(io.MultiWriter(&buf, h), io.LimitReader(r, threshold+1))
+	// Read straight into buf's room, hashing what arrives: io.Copy through a MultiWriter
+	// would add a 32 KB scratch buffer to every upload (two thirds of a 2 KB put's garbage).
+	n, err := buf.ReadFrom(io.TeeReader(io.LimitReader(r, threshold+1), h))
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,9 @@ func (s *Server) readJSONUpload(w http.ResponseWriter, r *http.Request, p *memor
 			// the body is read (the text is never held).
 			size := r.ContentLength
 			if field == "content_base64" {
-				value, size = base64stream.NewDecoder(value), size/4*3
+				d := base64stream.NewDecoder(value)
+				defer d.Close()
+				value, size = d, size/4*3
 			}
 			b, err := blob.SpoolSized(value, limit, spoolThreshold, "", size)
 			var ce base64.CorruptInputError
@@ -60,6 +62,7 @@ func (s *Server) readJSONUpload(w http.ResponseWriter, r *http.Request, p *memor
 			spools[field] = b
 			return nil
 		})
+	defer f.Close()
 	var in struct {
 		Name          string   `json:"name"`
 		Type          string   `json:"type"`

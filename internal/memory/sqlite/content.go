@@ -3,18 +3,19 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"io"
-
 	"database/sql/driver"
 	"fmt"
-	"github.com/relaydev/relay/internal/memory/blob"
+	"io"
+	"math/bits"
 	"regexp"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/relaydev/relay/internal/memory"
 	sqlitedrv "modernc.org/sqlite"
+
+	"github.com/relaydev/relay/internal/memory"
+	"github.com/relaydev/relay/internal/memory/blob"
 )
 
 // Artifact bytes are stored s2-compressed when that saves at least an eighth: source,
@@ -29,21 +30,57 @@ const (
 	encBucket = 2
 )
 
-// encodeContent returns how to store b.
-func encodeContent(b []byte) (enc int, stored []byte) {
+// compressBufs keeps the buffers content is compressed into: a put's compressed copy lives
+// only until its row is written, and a new one each time was a quarter of what a 100 KB put
+// left for the collector (random bytes, stored uncompressed, paid for it too).
+var compressBufs sync.Pool
+
+// maxPooledCompress bounds the content whose compression uses a kept buffer, so the pool
+// holds at most a few of these per concurrent put.
+const maxPooledCompress = 1 << 20
+
+// encodeContent returns how to store b. stored may share a buffer with the next put: call
+// release once stored has been written.
+func encodeContent(b []byte) (enc int, stored []byte, release func()) {
 	if len(b) < 256 {
-		return encRaw, b
+		return encRaw, b, func() {}
 	}
-	c := s2.Encode(nil, b)
+	need := s2.MaxEncodedLen(len(b))
+	var buf *[]byte
+	if need <= s2.MaxEncodedLen(maxPooledCompress) {
+		if v, ok := compressBufs.Get().(*[]byte); ok && cap(*v) >= need {
+			buf = v
+		} else {
+			nb := make([]byte, 1<<bits.Len(uint(need))) // powers of two: one buffer serves later, smaller puts
+			buf = &nb
+		}
+	}
+	var dst []byte
+	if buf != nil {
+		dst = *buf
+	}
+	release = func() {
+		if buf != nil {
+			compressBufs.Put(buf)
+			buf = nil
+		}
+	}
+	c := s2.Encode(dst, b)
 	if len(c) > len(b)-len(b)/8 {
-		return encRaw, b
+		release()
+		return encRaw, b, func() {}
 	}
-	return encS2, c
+	return encS2, c, release
 }
 
 // decodeContent returns the bytes stored as enc. The length is checked before anything
 // is allocated: the database file is data, not trust.
 func decodeContent(enc int, stored []byte) ([]byte, error) {
+	return decodeContentInto(nil, enc, stored)
+}
+
+// decodeContentInto is decodeContent decompressing into dst when it has room.
+func decodeContentInto(dst []byte, enc int, stored []byte) ([]byte, error) {
 	switch enc {
 	case encRaw:
 		return stored, nil
@@ -55,7 +92,10 @@ func decodeContent(enc int, stored []byte) ([]byte, error) {
 		if n > memory.MaxArtifactSize {
 			return nil, fmt.Errorf("stored artifact content claims %d bytes, over the %d limit", n, memory.MaxArtifactSize)
 		}
-		out, err := s2.Decode(make([]byte, n), stored)
+		if cap(dst) < n {
+			dst = make([]byte, n)
+		}
+		out, err := s2.Decode(dst[:n], stored)
 		if err != nil {
 			return nil, fmt.Errorf("stored artifact content is corrupt: %w", err)
 		}
@@ -99,12 +139,25 @@ func searchText(typ string, stored []byte, enc int) (string, error) {
 	if enc == encBucket {
 		return string(stored), nil
 	}
-	b, err := decodeContent(enc, stored)
+	buf, _ := decodeBufs.Get().(*[]byte) // the text is copied out of it below
+	if buf == nil {
+		buf = new([]byte)
+	}
+	b, err := decodeContentInto(*buf, enc, stored)
 	if err != nil {
 		return "", err
 	}
-	return indexText(typ, b), nil
+	text := indexText(typ, b)
+	if enc == encS2 && cap(b) <= maxPooledCompress {
+		*buf = b[:0]
+		decodeBufs.Put(buf)
+	}
+	return text, nil
 }
+
+// decodeBufs keeps the buffers the indexer decompresses content into on its way to the
+// index (a 100 KB text put's largest garbage, after its upload's).
+var decodeBufs sync.Pool
 
 // searchTextFunc is the SQL function relay_search_text(type, content, enc) that the index
 // layout of migration 0200 read artifact text through; registered still because that

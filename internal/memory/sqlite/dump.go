@@ -176,7 +176,7 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 			}
 		}
 		for _, a := range d.Artifacts {
-			enc, stored := encBucket, texts[a.Ref]
+			enc, stored, release := encBucket, texts[a.Ref], func() {}
 			if texts == nil {
 				body, err := memory.ContentBytes(content, a.Ref, memory.MaxArtifactSize)
 				if err != nil {
@@ -185,7 +185,7 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 				if sha256.Sum256(body) != hashOf(a.Hash) || int64(len(body)) != a.Size {
 					return memory.BadRequest("content of artifact %s does not match its hash %s and size %d", a.Ref, a.Hash, a.Size)
 				}
-				enc, stored = encodeContent(body)
+				enc, stored, release = encodeContent(body)
 			}
 			if stored == nil {
 				stored = []byte{} // the column is NOT NULL
@@ -196,7 +196,9 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 				ftsRowidFor(a.Capability)); err != nil {
 				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
 			}
-			if _, err := tx.ExecContext(ctx, sqlInsertContent, a.Ref, stored, enc); err != nil {
+			_, err := tx.ExecContext(ctx, sqlInsertContent, a.Ref, stored, enc)
+			release()
+			if err != nil {
 				return fmt.Errorf("import artifact %s: %w", a.Ref, err)
 			}
 		}

@@ -591,7 +591,7 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 	total := 0
 	for rows.Next() && total < indexBatchBytes {
 		var d pendingDoc
-		var content []byte
+		var content sql.RawBytes // the driver's copy, read before the next row: searchText copies the text out
 		var enc int
 		if err := rows.Scan(&d.rowid, &d.threadID, &d.typ, &d.name, &d.ref, &d.size, &content, &enc); err != nil {
 			rows.Close()

@@ -909,7 +909,8 @@ func (s *SQLite) PutArtifact(ctx context.Context, id string, p memory.PutArtifac
 			return memory.Artifact{}, err
 		}
 	}
-	enc, stored := encodeContent(p.Content) // before taking the writer: compression runs in parallel
+	enc, stored, release := encodeContent(p.Content) // before taking the writer: compression runs in parallel
+	defer release()
 	return s.storeArtifact(ctx, a, enc, stored, p.Content)
 }
 
