@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -230,15 +231,25 @@ func (v *verifier) Close() error { return v.r.Close() }
 
 // Body is content read once from a client: hashed and measured while it is read, held in
 // memory up to a threshold and in a temporary file above it, so a large upload never sits
-// whole in memory.
+// whole in memory. What Head, Bytes, Prefix and Reader return is valid until Close: the
+// next upload may reuse the memory.
 type Body struct {
 	Sum  string
 	Size int64
 	// Head is the first HeadBytes bytes (all of it for small bodies).
-	Head []byte
-	mem  []byte
-	file *os.File
+	Head   []byte
+	mem    []byte
+	pooled bool // mem's array came from spoolBufs and goes back at Close
+	file   *os.File
 }
+
+// spoolBufs keeps the memory of closed bodies: a new one per upload was most of what an
+// artifact put left for the collector, which under the daemon's memory limit ran often.
+var spoolBufs sync.Pool
+
+// maxPooledSpool bounds the buffers kept (uploads above it use a temporary file anyway in
+// the daemon, whose threshold is 1 MB).
+const maxPooledSpool = 1<<20 + bytes.MinRead
 
 // HeadBytes is how much of a body Spool keeps in Head.
 const HeadBytes = 64 << 10
@@ -257,8 +268,12 @@ func Spool(r io.Reader, limit, threshold int64, dir string) (*Body, error) {
 // a 100 KB upload was ten allocations and twice its bytes copied.
 func SpoolSized(r io.Reader, limit, threshold int64, dir string, size int64) (*Body, error) {
 	h := sha256.New()
-	b := &Body{}
-	var buf bytes.Buffer
+	b := &Body{pooled: true}
+	var kept []byte
+	if p, ok := spoolBufs.Get().(*[]byte); ok {
+		kept = (*p)[:0]
+	}
+	buf := bytes.NewBuffer(kept)
 	if size > 0 {
 		buf.Grow(int(min(size, threshold)) + bytes.MinRead)
 	}
@@ -288,7 +303,7 @@ func SpoolSized(r io.Reader, limit, threshold int64, dir string, size int64) (*B
 		b.Close()
 		return nil, fmt.Errorf("spool upload: %w", err)
 	}
-	buf = bytes.Buffer{}
+	b.mem = buf.Bytes() // for Close to give back; a spooled body reads from its file
 	m, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, limit-n+1))
 	if err != nil {
 		b.Close()
@@ -336,9 +351,17 @@ func (b *Body) Reader() io.Reader {
 	return io.NewSectionReader(b.file, 0, b.Size)
 }
 
-// Close removes the temporary file, if any.
+// Close removes the temporary file, if any, and lets the next upload reuse the memory.
 func (b *Body) Close() error {
-	if b == nil || b.file == nil {
+	if b == nil {
+		return nil
+	}
+	if b.pooled && b.mem != nil && cap(b.mem) <= maxPooledSpool {
+		m := b.mem[:0]
+		spoolBufs.Put(&m)
+	}
+	b.mem, b.Head, b.pooled = nil, nil, false
+	if b.file == nil {
 		return nil
 	}
 	name := b.file.Name()

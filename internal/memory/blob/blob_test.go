@@ -271,6 +271,33 @@ func TestSpool(t *testing.T) {
 	})
 }
 
+// TestSpoolReusesClosedBodies: a body closed gives its memory to the next upload, which
+// then holds its own bytes only (a shorter one after a longer one included), and the closed
+// body hands out nothing.
+func TestSpoolReusesClosedBodies(t *testing.T) {
+	prev, err := blob.SpoolSized(bytes.NewReader(randomBytes(t, 100<<10)), 1<<20, 1<<20, t.TempDir(), 100<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev.Close()
+	if b, err := prev.Bytes(); len(b) != 0 || err != nil || prev.Head != nil {
+		t.Fatalf("a closed body still gives %d bytes (head %d), %v", len(b), len(prev.Head), err)
+	}
+	for _, n := range []int{2 << 10, 100 << 10, 10, 150 << 10} {
+		body := randomBytes(t, n)
+		b, err := blob.SpoolSized(bytes.NewReader(body), 1<<20, 1<<20, t.TempDir(), int64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Bytes()
+		if err != nil || !bytes.Equal(got, body) || b.Sum != blob.Sum(body) || !bytes.Equal(b.Head, body[:min(n, blob.HeadBytes)]) {
+			t.Fatalf("%d bytes after a closed body: got %d bytes, sum %s, %v", n, len(got), b.Sum, err)
+		}
+		b.Close()
+		b.Close() // twice is harmless
+	}
+}
+
 func TestOpenLocation(t *testing.T) {
 	ctx := context.Background()
 	for _, bad := range []string{"ftp://x", "s3:///prefix", "s3://AKIA:secret@bucket/p", "file://otherhost/dir", "relative/dir", "s3://b/?endpoint=ftp://x"} {
