@@ -74,6 +74,38 @@ func TestDecodeContentRefusesHostileRows(t *testing.T) {
 	}
 }
 
+// TestEncodeReusesReleasedBuffers: once released, a compression buffer serves the next put
+// (larger and smaller ones included), each result decoding to its own input; random bytes
+// stay raw; the indexer's text comes out whole although its buffer is reused.
+func TestEncodeReusesReleasedBuffers(t *testing.T) {
+	random := make([]byte, 50<<10)
+	rand.Read(random)
+	held := []byte(strings.Repeat("held until the end; ", 5000))
+	_, heldStored, heldRelease := encodeContent(held) // not released: no later put may get its buffer
+	defer heldRelease()
+	for i, size := range []int{100 << 10, 2 << 10, 300 << 10, 1 << 10, 100 << 10} {
+		in := []byte(strings.Repeat(fmt.Sprintf("line %d of a log that repeats itself\n", i), size/40))
+		enc, stored, release := encodeContent(in)
+		if enc != encS2 {
+			t.Fatalf("%d bytes of text stored as %d, want s2", len(in), enc)
+		}
+		text, err := searchText(memory.TypeText, stored, enc)
+		if err != nil || text != string(in) {
+			t.Fatalf("%d bytes: the indexer read %d bytes back, %v", len(in), len(text), err)
+		}
+		release()
+		release() // twice is harmless
+		if enc, stored, release := encodeContent(random); enc != encRaw || !bytes.Equal(stored, random) {
+			t.Fatalf("random bytes stored as %d", enc)
+		} else {
+			release()
+		}
+	}
+	if out, err := decodeContent(encS2, heldStored); err != nil || !bytes.Equal(out, held) {
+		t.Fatalf("content not yet released was overwritten: %d bytes back, %v", len(out), err)
+	}
+}
+
 func FuzzDecodeContent(f *testing.F) {
 	f.Add(s2.Encode(nil, []byte(strings.Repeat("hello relay ", 100))))
 	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x01})
