@@ -5,27 +5,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/relaydev/relay/internal/testsupport/realtext"
 )
 
 // BenchmarkStringReaderSource decodes 100 KB of Go source as a JSON string, what an agent
 // uploads most: newlines, tabs and quotes are escapes, so this is the escape-heavy path
 // (encoding/json's whole-string decode beside it for scale).
 func BenchmarkStringReaderSource(b *testing.B) {
-	var src []byte
-	files, _ := filepath.Glob("../memory/sqlite/*.go")
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		src = append(src, data...)
-	}
-	if len(src) < 100<<10 {
-		b.Fatalf("only %d bytes of source", len(src))
-	}
+	src := realtext.Files(b, "../memory/sqlite/*.go", 100<<10)
 	doc, _ := json.Marshal(string(src[:100<<10]))
 	b.Run("stream", func(b *testing.B) {
 		b.SetBytes(100 << 10)

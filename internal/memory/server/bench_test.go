@@ -8,14 +8,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/sqlite"
 	"github.com/relaydev/relay/internal/testsupport"
+	"github.com/relaydev/relay/internal/testsupport/realtext"
 )
 
 // BenchmarkPutArtifactJSON: one artifact uploaded as JSON through the daemon's handler,
@@ -35,18 +34,7 @@ func BenchmarkPutArtifactJSON(b *testing.B) {
 }
 
 func benchPutJSON(b *testing.B, size int, binary bool) {
-	var src []byte
-	files, _ := filepath.Glob("*.go")
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		src = append(src, data...)
-	}
-	if len(src) < size+50<<10 {
-		b.Fatalf("only %d bytes of source text", len(src))
-	}
+	src := realtext.Files(b, "*.go", size+50<<10)
 	st, err := sqlite.OpenSQLite(b.TempDir(), sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -5,13 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/testsupport"
+	"github.com/relaydev/relay/internal/testsupport/realtext"
 )
 
 // BenchmarkPatchState: one durable (synchronous=FULL) patch on a 50-fact state, no HTTP.
@@ -100,18 +99,7 @@ func BenchmarkPutArtifact100KB(b *testing.B) {
 func BenchmarkPutArtifact2KB(b *testing.B) { benchPut(b, 2<<10, "text") }
 
 func benchPut(b *testing.B, size int, kind string) {
-	var src []byte
-	files, _ := filepath.Glob("*.go")
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		src = append(src, data...)
-	}
-	if len(src) < size+50<<10 {
-		b.Fatalf("only %d bytes of source text", len(src))
-	}
+	src := realtext.Files(b, "*.go", size+50<<10)
 	ctx := context.Background()
 	s, err := OpenSQLite(b.TempDir(), Options{})
 	if err != nil {

@@ -74,3 +74,26 @@ func ModuleText(tb testing.TB) string {
 	}
 	return sb.String()
 }
+
+// Files is the files matching pattern (a filepath.Glob pattern, e.g. "*.go": the calling
+// package's own source) concatenated in name order; it fails tb when they hold fewer than
+// minBytes.
+func Files(tb testing.TB, pattern string, minBytes int) []byte {
+	tb.Helper()
+	names, err := filepath.Glob(pattern)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var text []byte
+	for _, name := range names {
+		body, err := os.ReadFile(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		text = append(text, body...)
+	}
+	if len(text) < minBytes {
+		tb.Fatalf("only %d bytes of text in %s, want %d", len(text), pattern, minBytes)
+	}
+	return text
+}

@@ -2,9 +2,23 @@ package realtext
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+func TestFilesConcatenatesInNameOrder(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"b.go": "second ", "a.go": "first ", "c.md": "not matched"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := string(Files(t, filepath.Join(dir, "*.go"), 5)); got != "first second " {
+		t.Fatalf("Files = %q, want the .go files in name order", got)
+	}
+}
 
 func TestTermsSkipTheCommonest(t *testing.T) {
 	var b strings.Builder
