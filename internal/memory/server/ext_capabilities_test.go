@@ -28,7 +28,7 @@ func capServer(t *testing.T) (*httptest.Server, *sqlite.SQLite) {
 	t.Cleanup(func() { st.Close() })
 	s := New(Options{Store: st, Version: "test"})
 	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { srv.Close(); s.Close() })
 	return srv, st
 }
 

@@ -32,6 +32,7 @@ func FuzzRequests(f *testing.F) {
 	}
 	defer st.Close()
 	s := New(Options{Store: st})
+	defer s.Close()
 	h := s.Handler()
 	th, _ := st.CreateThread(f.Context(), memory.CreateThreadParams{})
 	f.Add("POST", "/state/patch", `[{"op":"add","path":"/facts/-","value":{"id":"a","key":"k","value":1}}]`, "v1", "application/json")

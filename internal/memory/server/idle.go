@@ -15,17 +15,22 @@ import (
 // daemon left running on a laptop holds little within seconds of its last work.
 const releaseAfter = 5 * time.Second
 
-// idleWatch counts requests so one goroutine can tell when the daemon has gone quiet.
-// A request costs two atomic adds and two non-blocking sends (at its start and its end),
-// most of them on a full channel.
+// idleWatch notes when the daemon last saw a request, so one goroutine can tell when it
+// has gone quiet. A request costs two clock reads, two atomic stores and two non-blocking
+// sends (at its start and its end), most of them on a full channel.
 type idleWatch struct {
-	activity atomic.Uint64
+	activity atomic.Uint64 // touches so far
+	last     atomic.Int64  // when the latest touch happened, in nanoseconds after epoch
+	epoch    time.Time     // carries the monotonic clock
 	wake     chan struct{} // holds a token when there was activity since the last release
 }
 
-func newIdleWatch() *idleWatch { return &idleWatch{wake: make(chan struct{}, 1)} }
+func newIdleWatch() *idleWatch { return &idleWatch{epoch: time.Now(), wake: make(chan struct{}, 1)} }
+
+func (w *idleWatch) now() time.Duration { return time.Since(w.epoch) }
 
 func (w *idleWatch) touch() {
+	w.last.Store(int64(w.now()))
 	w.activity.Add(1)
 	select {
 	case w.wake <- struct{}{}:
@@ -43,9 +48,12 @@ func (w *idleWatch) track(next http.Handler) http.Handler {
 	})
 }
 
-// run calls release once after every stretch of activity, as soon as quiet has passed with
-// no request; release reports false when it could not yet (it is tried again after another
-// quiet stretch). It returns when ctx ends.
+// run calls release once after every stretch of activity, quiet after its last request;
+// release reports false when it could not yet (it is tried again after another quiet
+// stretch). It returns when ctx ends. The stretch is timed from the latest touch itself,
+// not from when this goroutine noticed it: it used to count from a count of touches read
+// when it woke, and a request's closing touch landing after that read put the release off
+// by a whole second quiet stretch (TestIdleRelease failed so under -race).
 func (w *idleWatch) run(ctx context.Context, quiet time.Duration, release func(context.Context) bool) {
 	t := time.NewTimer(quiet)
 	t.Stop()
@@ -55,22 +63,29 @@ func (w *idleWatch) run(ctx context.Context, quiet time.Duration, release func(c
 		case <-ctx.Done():
 			return
 		}
+		var notBefore time.Duration // after a refused release: another quiet stretch first
 		for {
-			seen := w.activity.Load()
-			t.Reset(quiet)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
+			if due := max(time.Duration(w.last.Load())+quiet, notBefore); w.now() < due {
+				t.Reset(due - w.now())
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return
+				}
+				continue
 			}
 			select { // the tokens sent up to now are for activity this stretch covers
 			case <-w.wake:
 			default:
 			}
-			if w.activity.Load() == seen && release(ctx) {
+			if time.Duration(w.last.Load())+quiet > w.now() {
+				continue // a request came while the token was taken
+			}
+			if release(ctx) {
 				break
 			}
+			notBefore = w.now() + quiet
 		}
 	}
 }

@@ -81,6 +81,7 @@ func TestHandlerCountsActivity(t *testing.T) {
 	}
 	defer st.Close()
 	s := New(Options{Store: st})
+	defer s.Close() // its background goroutines hold threads of their own
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/health", nil))
 	if rec.Code != http.StatusOK {
