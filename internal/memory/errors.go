@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"syscall"
 )
 
 // NotFoundError says a thread, version or artifact does not exist.
@@ -118,6 +119,27 @@ type TransientStore interface {
 func IsTransient(st Store, err error) bool {
 	ts, ok := st.(TransientStore)
 	return ok && err != nil && ts.Transient(err)
+}
+
+// FullStore is a store that can tell a write refused because its storage has no room left
+// (a full disk or quota, or the database's own size cap).
+type FullStore interface {
+	// Full reports whether err, returned by the store, says so. Nothing of the refused
+	// write was stored.
+	Full(err error) bool
+}
+
+// IsFull reports whether err, returned by st or by a layer over it (an upload spooled to a
+// temporary file, say), means the storage behind it is full.
+func IsFull(st Store, err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	fs, ok := st.(FullStore)
+	return ok && fs.Full(err)
 }
 
 // NoBucketError says an artifact's body is kept in a bucket and the store was opened

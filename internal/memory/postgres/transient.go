@@ -44,3 +44,10 @@ func transient(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE)
 }
+
+// Full implements memory.FullStore: the server's disk is full (SQLSTATE 53100); the
+// transaction was rolled back.
+func (s *Store) Full(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53100"
+}

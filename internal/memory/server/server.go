@@ -192,6 +192,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 				"A write answered this way may or may not have been applied: read before repeating it"}})
 		return
 	}
+	if e.Status >= 500 && memory.IsFull(s.store, err) {
+		// Not relay's failure, and the user can fix it: say where, and that the write was undone.
+		s.log.Warn("storage full", "method", r.Method, "path", r.URL.Path, "err", err)
+		where := "its data directory"
+		if s.store != nil {
+			where = s.store.Describe().Location
+		}
+		writeJSON(w, http.StatusInsufficientStorage, map[string]any{"error": map[string]any{
+			"code": "storage_full",
+			"message": "relay's storage is full (" + where + "): the write that needed room was undone, nothing of it kept; " +
+				"free space on that disk (or raise its quota), then retry"}})
+		return
+	}
 	if e.Status >= 500 {
 		if r.Context().Err() != nil {
 			return // the client went away; nothing to report
