@@ -6,7 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
-	"sync"
+
+	"github.com/relaydev/relay/internal/bufpool"
 )
 
 // chunk is how much encoded input one read from the source asks for.
@@ -29,7 +30,7 @@ type Decoder struct {
 
 // inputs keeps closed decoders' input buffers: one per upload was a tenth of what a
 // 100 KB binary put left for the collector.
-var inputs = sync.Pool{New: func() any { b := make([]byte, 0, chunk+4); return &b }}
+var inputs = bufpool.Pool{Max: chunk + 4}
 
 var errClosed = errors.New("base64stream: read from a closed decoder")
 
@@ -38,14 +39,13 @@ var errClosed = errors.New("base64stream: read from a closed decoder")
 // input that ends inside a quantum as io.ErrUnexpectedEOF. Close it when done to let the
 // next decoder reuse its buffer.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{src: r, in: (*inputs.Get().(*[]byte))[:0]}
+	return &Decoder{src: r, in: inputs.Get(chunk + 4)}
 }
 
 // Close gives the decoder's buffer back; reads after it fail. It does not close the source.
 func (d *Decoder) Close() error {
 	if d.in != nil {
-		in := d.in[:0]
-		inputs.Put(&in)
+		inputs.Put(d.in)
 		d.in, d.out, d.err = nil, nil, errClosed
 	}
 	return nil

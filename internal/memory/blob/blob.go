@@ -17,8 +17,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/relaydev/relay/internal/bufpool"
 )
 
 // Store keeps bodies by hash. Implementations are safe for concurrent use.
@@ -244,12 +245,9 @@ type Body struct {
 }
 
 // spoolBufs keeps the memory of closed bodies: a new one per upload was most of what an
-// artifact put left for the collector, which under the daemon's memory limit ran often.
-var spoolBufs sync.Pool
-
-// maxPooledSpool bounds the buffers kept (uploads above it use a temporary file anyway in
-// the daemon, whose threshold is 1 MB).
-const maxPooledSpool = 1<<20 + bytes.MinRead
+// artifact put left for the collector. Up to the daemon's spool threshold (1 MB): above
+// it a body goes to a temporary file anyway.
+var spoolBufs = bufpool.Pool{Max: 1<<20 + bytes.MinRead}
 
 // HeadBytes is how much of a body Spool keeps in Head.
 const HeadBytes = 64 << 10
@@ -269,14 +267,12 @@ func Spool(r io.Reader, limit, threshold int64, dir string) (*Body, error) {
 func SpoolSized(r io.Reader, limit, threshold int64, dir string, size int64) (*Body, error) {
 	h := sha256.New()
 	b := &Body{pooled: true}
-	var kept []byte
-	if p, ok := spoolBufs.Get().(*[]byte); ok {
-		kept = (*p)[:0]
-	}
-	buf := bytes.NewBuffer(kept)
+	want := 0
 	if size > 0 {
-		buf.Grow(int(min(size, threshold)) + bytes.MinRead)
+		want = int(min(size, threshold)) + bytes.MinRead
 	}
+	buf := bytes.NewBuffer(spoolBufs.Get(want))
+	buf.Grow(want) // no-op when the kept buffer has room
 	// Read straight into buf's room, hashing what arrives: io.Copy through a MultiWriter
 	// would add a 32 KB scratch buffer to every upload (two thirds of a 2 KB put's garbage).
 	n, err := buf.ReadFrom(io.TeeReader(io.LimitReader(r, threshold+1), h))
@@ -356,9 +352,8 @@ func (b *Body) Close() error {
 	if b == nil {
 		return nil
 	}
-	if b.pooled && b.mem != nil && cap(b.mem) <= maxPooledSpool {
-		m := b.mem[:0]
-		spoolBufs.Put(&m)
+	if b.pooled {
+		spoolBufs.Put(b.mem)
 	}
 	b.mem, b.Head, b.pooled = nil, nil, false
 	if b.file == nil {

@@ -65,8 +65,8 @@ func (w *idleWatch) run(ctx context.Context, quiet time.Duration, release func(c
 		}
 		var notBefore time.Duration // after a refused release: another quiet stretch first
 		for {
-			if due := max(time.Duration(w.last.Load())+quiet, notBefore); w.now() < due {
-				t.Reset(due - w.now())
+			if wait := max(time.Duration(w.last.Load())+quiet, notBefore) - w.now(); wait > 0 {
+				t.Reset(wait)
 				select {
 				case <-t.C:
 				case <-ctx.Done():

@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"io"
-	"math/bits"
 	"regexp"
 	"sync"
 	"unicode/utf8"
@@ -14,6 +13,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	sqlitedrv "modernc.org/sqlite"
 
+	"github.com/relaydev/relay/internal/bufpool"
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/blob"
 )
@@ -30,47 +30,28 @@ const (
 	encBucket = 2
 )
 
-// compressBufs keeps the buffers content is compressed into: a put's compressed copy lives
-// only until its row is written, and a new one each time was a quarter of what a 100 KB put
-// left for the collector (random bytes, stored uncompressed, paid for it too).
-var compressBufs sync.Pool
-
-// maxPooledCompress bounds the content whose compression uses a kept buffer, so the pool
-// holds at most a few of these per concurrent put.
-const maxPooledCompress = 1 << 20
+// compressBufs and decodeBufs keep the buffers content is compressed into on its way in
+// and decompressed into on its way to the index: each lives only until its row is written or
+// its text copied out, and a new one each time was a quarter of what a 100 KB put left for
+// the collector (random bytes, stored uncompressed, paid for it too). Up to 1 MB of content.
+var compressBufs, decodeBufs = bufpool.Pool{Max: s2.MaxEncodedLen(1 << 20)}, bufpool.Pool{Max: 1 << 20}
 
 // encodeContent returns how to store b. stored may share a buffer with the next put: call
-// release once stored has been written.
+// release once stored has been written (again is harmless).
 func encodeContent(b []byte) (enc int, stored []byte, release func()) {
 	if len(b) < 256 {
 		return encRaw, b, func() {}
 	}
-	need := s2.MaxEncodedLen(len(b))
-	var buf *[]byte
-	if need <= s2.MaxEncodedLen(maxPooledCompress) {
-		if v, ok := compressBufs.Get().(*[]byte); ok && cap(*v) >= need {
-			buf = v
-		} else {
-			nb := make([]byte, 1<<bits.Len(uint(need))) // powers of two: one buffer serves later, smaller puts
-			buf = &nb
-		}
-	}
-	var dst []byte
-	if buf != nil {
-		dst = *buf
-	}
-	release = func() {
-		if buf != nil {
-			compressBufs.Put(buf)
-			buf = nil
-		}
-	}
-	c := s2.Encode(dst, b)
+	buf := compressBufs.Get(s2.MaxEncodedLen(len(b)))
+	c := s2.Encode(buf[:cap(buf)], b) // a nil buf (content over the pool's bound): s2 allocates
 	if len(c) > len(b)-len(b)/8 {
-		release()
+		compressBufs.Put(buf)
 		return encRaw, b, func() {}
 	}
-	return encS2, c, release
+	return encS2, c, func() {
+		compressBufs.Put(buf)
+		buf = nil // a second call puts nothing
+	}
 }
 
 // decodeContent returns the bytes stored as enc. The length is checked before anything
@@ -139,25 +120,20 @@ func searchText(typ string, stored []byte, enc int) (string, error) {
 	if enc == encBucket {
 		return string(stored), nil
 	}
-	buf, _ := decodeBufs.Get().(*[]byte) // the text is copied out of it below
-	if buf == nil {
-		buf = new([]byte)
+	if enc != encS2 {
+		b, err := decodeContent(enc, stored)
+		if err != nil {
+			return "", err
+		}
+		return indexText(typ, b), nil
 	}
-	b, err := decodeContentInto(*buf, enc, stored)
+	b, err := decodeContentInto(decodeBufs.Get(0), enc, stored)
 	if err != nil {
 		return "", err
 	}
-	text := indexText(typ, b)
-	if enc == encS2 && cap(b) <= maxPooledCompress {
-		*buf = b[:0]
-		decodeBufs.Put(buf)
-	}
-	return text, nil
+	defer decodeBufs.Put(b) // indexText copies the text out of it
+	return indexText(typ, b), nil
 }
-
-// decodeBufs keeps the buffers the indexer decompresses content into on its way to the
-// index (a 100 KB text put's largest garbage, after its upload's).
-var decodeBufs sync.Pool
 
 // searchTextFunc is the SQL function relay_search_text(type, content, enc) that the index
 // layout of migration 0200 read artifact text through; registered still because that
