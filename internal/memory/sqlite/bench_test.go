@@ -184,3 +184,29 @@ func BenchmarkPatchAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListThreads: the thread listing (newest first) of a store with 10,000 threads,
+// the first 50 (the default) and the first 1,000 (what resolving a thread by name reads).
+func BenchmarkListThreads(b *testing.B) {
+	ctx := context.Background()
+	s, err := OpenSQLite(b.TempDir(), Options{Sync: "normal"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 10000; i++ {
+		if _, err := s.CreateThread(ctx, memory.CreateThreadParams{Name: "thread " + strconv.Itoa(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, limit := range []int{50, 1000} {
+		b.Run("limit="+strconv.Itoa(limit), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				ts, err := s.ListThreads(ctx, limit)
+				if err != nil || len(ts) != limit {
+					b.Fatalf("%d threads: %v", len(ts), err)
+				}
+			}
+		})
+	}
+}

@@ -85,9 +85,28 @@ var migrations = []migration{
 	// A bucket's garbage collection asks which listed bodies any artifact references.
 	{"0400_artifacts_hash", `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`},
 	{"0410_artifact_short_ref", shortRefMigration},
+	{"0500_events_plain_rowid", eventsRowidMigration},
 }
 
 // shortRefMigration indexes each artifact's short ref (its ref's last 6 digits), the one ref
 // relay shows: store-wide lookups of a ref given without its thread, and the check that a
 // new ref's short form is free. The expression must match shortExpr.
 const shortRefMigration = `CREATE INDEX artifacts_short ON artifacts(substr(ref, 21));`
+
+// eventsRowidMigration drops a page every event's commit wrote for nothing: an insert into
+// an AUTOINCREMENT table also rewrites the table's row in sqlite_sequence (a sequential
+// patch wrote 6.5 pages, now 5.6). Events are never deleted, so a plain rowid's max+1
+// never reuses an id either. Rebuilding the table copies each row once, ids kept.
+const eventsRowidMigration = `
+CREATE TABLE events_rowid (
+  id        INTEGER PRIMARY KEY,
+  thread_id TEXT NOT NULL,
+  type      TEXT NOT NULL,
+  at        TEXT NOT NULL,
+  data      BLOB NOT NULL
+);
+INSERT INTO events_rowid(id, thread_id, type, at, data) SELECT id, thread_id, type, at, data FROM events ORDER BY id;
+DROP TABLE events;
+ALTER TABLE events_rowid RENAME TO events;
+CREATE INDEX events_thread ON events(thread_id, id);
+`
