@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
 
+	"github.com/relaydev/relay/internal/execpages"
 	"github.com/relaydev/relay/internal/memory"
 )
 
@@ -104,7 +106,18 @@ func (s *Server) releaseMemory(ctx context.Context) bool {
 	}
 	if ownsProcess() {
 		debug.FreeOSMemory()
+		dropCode(s.log, "idle")
 	}
 	s.log.Debug("released memory while idle")
 	return true
+}
+
+// dropCode releases the resident copy of the daemon's code (execpages): what it runs next
+// maps back in from the page cache. Only the daemon's own process does it.
+func dropCode(log *slog.Logger, after string) {
+	if st, err := execpages.Drop(); err != nil {
+		log.Warn("releasing the code's pages failed", "err", err)
+	} else {
+		log.Debug("released the code's pages", "after", after, "mappings", st.Mappings, "bytes", st.Bytes)
+	}
 }

@@ -120,10 +120,14 @@ func Run(ctx context.Context, o RunOptions) error {
 	// Stopped before the store closes (deferred above, so run after this).
 	idleCtx, stopIdle := context.WithCancel(ctx)
 	idleDone := make(chan struct{})
+	s.idle.touch() // start-up counts as activity: a daemon no one calls still releases once
 	go func() { defer close(idleDone); s.idle.run(idleCtx, releaseAfter, s.releaseMemory) }()
 	defer func() { stopIdle(); <-idleDone }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if ownsProcess() {
+		dropCode(log, "start-up") // ran every package's init: code the daemon will not run again
+	}
 	log.Info("daemon started", "url", info.URL, "pid", info.PID, "version", info.Version, "store", store.Describe().Backend+" "+store.Describe().Location, "auth", o.Token != "")
 	if o.Ready != nil {
 		o.Ready(info)
