@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/relaydev/relay/internal/memory"
 )
@@ -43,8 +45,9 @@ func lastCommitPages(t *testing.T, wal string) []uint32 {
 
 // TestCommitPages: what one durable write costs the disk is the pages its commit writes to
 // the WAL (each is a 4 KB write, and CPU to build). A sequential patch writes the thread's
-// row and its index entry, the version, the event and its index entry: 5 pages (6 while
-// events were AUTOINCREMENT, which also rewrote sqlite_sequence); a small text put 13. The
+// row, the version, the event and its index entry: 4 pages (6 while events were
+// AUTOINCREMENT, which also rewrote sqlite_sequence, and the thread listing's index held
+// updated_at itself, rewritten by every commit); a small text put 12. The
 // median commit is the one without a b-tree split (random ids decide where splits fall, so
 // the mean varies from run to run). The bounds catch a new index or table on the hot path,
 // which should be a decision, not an accident.
@@ -58,11 +61,11 @@ func TestCommitPages(t *testing.T) {
 		{"patch", func(s *SQLite, thread string, i int) error {
 			_, err := s.PatchState(ctx, thread, fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":"g%d","key":"k","value":%d}}]`, i, i), 0, "")
 			return err
-		}, 5},
+		}, 4},
 		{"put", func(s *SQLite, thread string, i int) error {
 			_, err := s.PutArtifact(ctx, thread, memory.PutArtifactParams{Type: "text", Content: fmt.Appendf(nil, "note %d: the quagga moved to the north field", i)})
 			return err
-		}, 13},
+		}, 12},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -177,5 +180,74 @@ func TestUpgradeEventsPlainRowid(t *testing.T) {
 	}
 	if seq != 0 {
 		t.Error("sqlite_sequence still counts events")
+	}
+}
+
+// TestListThreadsNewestFirst: the listing is newest write first across minutes and within
+// one (it walks an index of each thread's minute and sorts inside it), then by id.
+func TestListThreadsNewestFirst(t *testing.T) {
+	ctx := context.Background()
+	var now atomic.Int64
+	set := func(hms string) {
+		at, err := time.Parse(time.RFC3339, "2026-11-27T"+hms+"Z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now.Store(at.UnixNano())
+	}
+	s, err := OpenSQLite(t.TempDir(), Options{Now: func() time.Time { return time.Unix(0, now.Load()).UTC() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	names, ids := map[string]string{}, map[string]string{}
+	create := func(name, hms string) string {
+		set(hms)
+		th, err := s.CreateThread(ctx, memory.CreateThreadParams{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[th.ID], ids[name] = name, th.ID
+		return th.ID
+	}
+	patch := func(id, hms string) {
+		set(hms)
+		if _, err := s.PatchState(ctx, id, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":1}}]`), 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := create("a", "10:00:05")
+	create("b", "10:00:50")
+	create("c", "10:01:10")
+	create("d", "10:01:10")
+	patch(a, "10:01:20")
+	// Within the minute 10:01: the larger of c's and d's ids written last, so neither id
+	// order nor creation order gives the listing.
+	hi, lo := "c", "d"
+	if ids["d"] > ids["c"] {
+		hi, lo = "d", "c"
+	}
+	patch(ids[hi], "10:01:30")
+	create("e", "09:59:59") // a clock set back: still ordered by the time written
+	create("f", "10:02:00")
+	create("g", "10:02:00") // the same instant as f: id order
+	fg := "f g"
+	if ids["g"] < ids["f"] {
+		fg = "g f"
+	}
+	list, err := s.ListThreads(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, th := range list {
+		got = append(got, names[th.ID])
+	}
+	if want := fg + " " + hi + " a " + lo + " b e"; strings.Join(got, " ") != want {
+		t.Errorf("listing %q, want %q", strings.Join(got, " "), want)
+	}
+	two, err := s.ListThreads(ctx, 2)
+	if err != nil || len(two) != 2 || two[0].ID != list[0].ID || two[1].ID != list[1].ID {
+		t.Errorf("first two: %d threads, %v", len(two), err)
 	}
 }

@@ -86,7 +86,13 @@ var migrations = []migration{
 	{"0400_artifacts_hash", `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`},
 	{"0410_artifact_short_ref", shortRefMigration},
 	{"0500_events_plain_rowid", eventsRowidMigration},
+	{"0510_threads_by_minute", `DROP INDEX IF EXISTS threads_updated; CREATE INDEX IF NOT EXISTS threads_minute ON threads(substr(updated_at, 1, 16))`},
 }
+
+// threads_minute orders the thread listing by the minute of each thread's latest write:
+// every write moves updated_at, and an index of it was rewritten by every commit (a page
+// of a patch's five), while an entry of this one moves once a minute at most (SQLite
+// leaves an index entry whose value did not change). ListThreads sorts within a minute.
 
 // shortRefMigration indexes each artifact's short ref (its ref's last 6 digits), the one ref
 // relay shows: store-wide lookups of a ref given without its thread, and the check that a
