@@ -226,3 +226,45 @@ func TestSweepWhilePutting(t *testing.T) {
 		t.Fatalf("last sweep: %+v %v (want %d bodies, no orphans)", rep, err, len(puts))
 	}
 }
+
+// TestHashIndexOnlyWithBucket: the index of artifacts by body hash exists once a store has
+// opened with a bucket (its garbage collection reads it) and not before.
+func TestHashIndexOnlyWithBucket(t *testing.T) {
+	home := t.TempDir()
+	hasIndex := func(s *SQLite) bool {
+		t.Helper()
+		var n int
+		if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'artifacts_hash'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	s, err := OpenSQLite(home, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasIndex(s) {
+		t.Error("a store without a bucket keeps the hash index")
+	}
+	s.Close()
+	bs, err := blob.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSQLite(home, Options{Blobs: bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !hasIndex(s) {
+		t.Error("a store opened with a bucket has no hash index")
+	}
+	var plan string
+	var a, b, c int
+	if err := s.r.QueryRow(`EXPLAIN QUERY PLAN SELECT DISTINCT hash FROM artifacts WHERE hash IN (?, ?)`, "x", "y").Scan(&a, &b, &c, &plan); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "artifacts_hash") {
+		t.Errorf("the collector's lookup does not use the index: %s", plan)
+	}
+}

@@ -82,12 +82,18 @@ var migrations = []migration{
 	{"0200_search_background_external", searchMigration0200},
 	{"0201_search_prefix_index", searchMigration0201},
 	{"0300_search_own_file", searchMigration0300},
-	// A bucket's garbage collection asks which listed bodies any artifact references.
 	{"0400_artifacts_hash", `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`},
 	{"0410_artifact_short_ref", shortRefMigration},
 	{"0500_events_plain_rowid", eventsRowidMigration},
 	{"0510_threads_by_minute", `DROP INDEX IF EXISTS threads_updated; CREATE INDEX IF NOT EXISTS threads_minute ON threads(substr(updated_at, 1, 16))`},
+	// Only a store whose bodies live in a bucket asks by hash alone (bucketHashIndex).
+	{"0520_artifacts_hash_for_buckets", `DROP INDEX IF EXISTS artifacts_hash`},
 }
+
+// bucketHashIndex is created when a store opens with a bucket: its garbage collection asks
+// which listed bodies any artifact references. Without a bucket nothing asks, and keeping
+// it cost every put a page of its commit (TestCommitPages).
+const bucketHashIndex = `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`
 
 // threads_minute orders the thread listing by the minute of each thread's latest write:
 // every write moves updated_at, and an index of it was rewritten by every commit (a page

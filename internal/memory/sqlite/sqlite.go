@@ -245,6 +245,15 @@ func OpenSQLite(home string, opt Options) (*SQLite, error) {
 		s.Close()
 		return nil, err
 	}
+	if s.blobs != nil {
+		if err := s.WriteTx(context.Background(), func(tx Tx) error {
+			_, err := tx.ExecContext(context.Background(), bucketHashIndex)
+			return err
+		}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: index artifacts by body: %w", path, err)
+		}
+	}
 	if err := s.prepare(context.Background()); err != nil {
 		s.Close()
 		return nil, err
