@@ -85,3 +85,28 @@ func TestReadOnlyMappingOf(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadOnlyMappingOf: any line, however malformed, is parsed without a panic, and a
+// range is given only for a non-writable mapping of the executable, start before end.
+func FuzzReadOnlyMappingOf(f *testing.F) {
+	exe := unix.Stat_t{Ino: 9978214, Dev: unix.Mkdev(0xfe, 0)}
+	for _, s := range []string{
+		"00400000-00f9e000 r-xp 00000000 fe:00 9978214   /tmp/relay",
+		"02243000-022b5000 rw-p 01e43000 fe:00 9978214   /tmp/relay",
+		"7ffd1000-7ffd3000 r--p 00000000 00:00 0         [vvar]",
+		"ffffffffffffffff-0 r--p 0 fe:00 9978214",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		lo, hi, ok := readOnlyMappingOf(line, exe)
+		if !ok {
+			return
+		}
+		fields := strings.Fields(line)
+		if lo >= hi || fields[1][1] != '-' || fields[4] != "9978214" && strings.TrimLeft(fields[4], "0") != "9978214" {
+			t.Fatalf("%q gave %#x-%#x", line, lo, hi)
+		}
+	})
+}
