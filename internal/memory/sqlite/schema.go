@@ -85,7 +85,7 @@ var migrations = []migration{
 	{"0400_artifacts_hash", `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`},
 	{"0410_artifact_short_ref", shortRefMigration},
 	{"0500_events_plain_rowid", eventsRowidMigration},
-	{"0510_threads_by_minute", `DROP INDEX IF EXISTS threads_updated; CREATE INDEX IF NOT EXISTS threads_minute ON threads(substr(updated_at, 1, 16))`},
+	{"0510_threads_by_minute", threadsMinuteMigration},
 	// Only a store whose bodies live in a bucket asks by hash alone (bucketHashIndex).
 	{"0520_artifacts_hash_for_buckets", `DROP INDEX IF EXISTS artifacts_hash`},
 }
@@ -95,10 +95,12 @@ var migrations = []migration{
 // it cost every put a page of its commit (TestCommitPages).
 const bucketHashIndex = `CREATE INDEX IF NOT EXISTS artifacts_hash ON artifacts(hash)`
 
-// threads_minute orders the thread listing by the minute of each thread's latest write:
-// every write moves updated_at, and an index of it was rewritten by every commit (a page
-// of a patch's five), while an entry of this one moves once a minute at most (SQLite
+// threadsMinuteMigration orders the thread listing by the minute of each thread's latest
+// write: every write moves updated_at, and an index of it was rewritten by every commit (a
+// page of a patch's five), while an entry of this one moves once a minute at most (SQLite
 // leaves an index entry whose value did not change). ListThreads sorts within a minute.
+const threadsMinuteMigration = `DROP INDEX IF EXISTS threads_updated;
+CREATE INDEX IF NOT EXISTS threads_minute ON threads(substr(updated_at, 1, 16));`
 
 // shortRefMigration indexes each artifact's short ref (its ref's last 6 digits), the one ref
 // relay shows: store-wide lookups of a ref given without its thread, and the check that a
@@ -107,7 +109,7 @@ const shortRefMigration = `CREATE INDEX artifacts_short ON artifacts(substr(ref,
 
 // eventsRowidMigration drops a page every event's commit wrote for nothing: an insert into
 // an AUTOINCREMENT table also rewrites the table's row in sqlite_sequence (a sequential
-// patch wrote 6.5 pages, now 5.6). Events are never deleted, so a plain rowid's max+1
+// patch wrote 6.5 pages on average, 5.6 without it). Events are never deleted, so a plain rowid's max+1
 // never reuses an id either. Rebuilding the table copies each row once, ids kept.
 const eventsRowidMigration = `
 CREATE TABLE events_rowid (

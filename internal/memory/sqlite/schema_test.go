@@ -60,7 +60,7 @@ func TestCommitPages(t *testing.T) {
 		most  int
 	}{
 		{"patch", func(s *SQLite, thread string, i int) error {
-			_, err := s.PatchState(ctx, thread, fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":"g%d","key":"k","value":%d}}]`, i, i), 0, "")
+			_, err := s.PatchState(ctx, thread, factPatch(i), 0, "")
 			return err
 		}, 4},
 		{"put", func(s *SQLite, thread string, i int) error {
@@ -168,6 +168,13 @@ func TestUpgradeEventsPlainRowid(t *testing.T) {
 	if e.ID != 8 {
 		t.Errorf("the next event's id is %d, want 8", e.ID)
 	}
+	after, err := s.GetThread(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.EventCount != 4 || after.LastEventID != 8 {
+		t.Errorf("thread counters after the upgrade and one event: %d events, last %d; want 4, 8", after.EventCount, after.LastEventID)
+	}
 	var ddl string
 	if err := s.r.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'events'`).Scan(&ddl); err != nil {
 		t.Fatal(err)
@@ -213,7 +220,7 @@ func TestListThreadsNewestFirst(t *testing.T) {
 	}
 	patch := func(id, hms string) {
 		set(hms)
-		if _, err := s.PatchState(ctx, id, []byte(`[{"op":"add","path":"/facts/-","value":{"id":"f","key":"k","value":1}}]`), 0, ""); err != nil {
+		if _, err := s.PatchState(ctx, id, factPatch(1), 0, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
