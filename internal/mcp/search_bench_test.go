@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
+	"path"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -21,17 +22,18 @@ import (
 	"github.com/relaydev/relay/internal/testsupport/realtext"
 )
 
-// loopProfile writes a CPU profile of BenchmarkSearchCall1kNotes' timed calls alone:
+// loopProfile writes a CPU profile of BenchmarkSearchCall1kNotes' timed calls alone, one
+// file per sub-benchmark (the path, a dot and its name):
 // go test -run '^$' -bench SearchCall1kNotes ./internal/mcp -args -searchprofile /tmp/search.prof
-var loopProfile = flag.String("searchprofile", "", "BenchmarkSearchCall1kNotes: write a CPU profile of the timed searches alone to this file")
+var loopProfile = flag.String("searchprofile", "", "BenchmarkSearchCall1kNotes: write CPU profiles of the timed searches alone to this path plus .new and .cached")
 
 // BenchmarkSearchCall1kNotes is one memory search as an agent makes it, end to end in one
 // process: the SDK client calls read op=search, relay's MCP server (wired as relay mcp
 // wires it) posts /cap/invoke to a real daemon handler over loopback HTTP, and the daemon
 // runs retrieval.search on a SQLite store (full sync, the daemon's default) holding 1,000
-// notes of ~2 KB of real text (slices of this repository's Go and Markdown files). Every
-// query is new (no cache hit), so each call pays the search, its result artifact and its
-// bookkeeping. bench/mcp times the same call across the real processes; this one is for
+// notes of ~2 KB of real text (slices of this repository's Go and Markdown files). In
+// "new" every query is new (no cache hit), so each call pays the search, its result
+// artifact and its bookkeeping; in "cached" every query was asked before. bench/mcp times the same call across the real processes; this one is for
 // profiles (-cpuprofile) and CPU per call on a shared machine (cpu-ns/op: client, MCP
 // layer and daemon together).
 func BenchmarkSearchCall1kNotes(b *testing.B) {
@@ -65,14 +67,14 @@ func BenchmarkSearchCall1kNotes(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cs.Close() })
-	call := func(args map[string]any) {
-		b.Helper()
+	call := func(tb testing.TB, args map[string]any) {
+		tb.Helper()
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: args})
 		if err != nil || res.IsError {
-			b.Fatalf("read %v: %v %+v", args, err, res)
+			tb.Fatalf("read %v: %v %+v", args, err, res)
 		}
 	}
-	call(map[string]any{"op": "header"}) // makes the project's thread, as an agent's first call does
+	call(b, map[string]any{"op": "header"}) // makes the project's thread, as an agent's first call does
 	thread, err := jobs.DefaultThread(ctx, false)
 	if err != nil || thread == "" {
 		b.Fatalf("the project's thread: %q %v", thread, err)
@@ -99,11 +101,36 @@ func BenchmarkSearchCall1kNotes(b *testing.B) {
 		}
 	}
 	for i := range 20 { // the first searches wait for the index to take the notes
-		call(map[string]any{"op": "search", "query": query(i)})
+		call(b, map[string]any{"op": "search", "query": query(i)})
 	}
-	i := 20
+	b.Run("new", func(b *testing.B) {
+		i := 20
+		timeCalls(b, func() {
+			call(b, map[string]any{"op": "search", "query": query(i)})
+			i++
+		})
+	})
+	// A search an agent repeats is a cache hit: the daemon answers from the cache entry and
+	// writes only the call's bookkeeping.
+	repeated := make([]string, 20)
+	for k := range repeated {
+		repeated[k] = fmt.Sprintf("%s %s", terms[rng.IntN(len(terms))], terms[rng.IntN(len(terms))])
+		call(b, map[string]any{"op": "search", "query": repeated[k]})
+	}
+	b.Run("cached", func(b *testing.B) {
+		i := 0
+		timeCalls(b, func() {
+			call(b, map[string]any{"op": "search", "query": repeated[i%len(repeated)]})
+			i++
+		})
+	})
+}
+
+// timeCalls times call in b's loop and reports the CPU of the whole process per call
+// (cpu-ns/op), with -searchprofile a CPU profile of the loop alone.
+func timeCalls(b *testing.B, call func()) {
 	if *loopProfile != "" { // -cpuprofile would mostly show the setup: 1,000 puts and their indexing
-		f, err := os.Create(*loopProfile)
+		f, err := os.Create(*loopProfile + "." + path.Base(b.Name()))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,8 +143,7 @@ func BenchmarkSearchCall1kNotes(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		call(map[string]any{"op": "search", "query": query(i)})
-		i++
+		call()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(testsupport.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")

@@ -76,6 +76,11 @@ type CachedResult struct {
 	ArtifactRef string
 	Preview     json.RawMessage
 	ExpiresAt   time.Time
+	// ResultSize is the result artifact's size, read with the entry by CacheGet when
+	// ResultSized (a hit then needs no lookup of its result for the tokens it saved);
+	// CachePut ignores both.
+	ResultSize  int64
+	ResultSized bool
 }
 
 // CapabilityCall is one entry of a thread's capability call log.

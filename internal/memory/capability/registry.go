@@ -84,12 +84,13 @@ type Invocation struct {
 	// EventID is the thread event recording the call (the event OnCall asked for).
 	EventID int64 `json:"event_id,omitempty"`
 
-	resultSize int64 // the result artifact's size, when this call stored it (sized)
+	resultSize int64 // the result artifact's size, when this call stored it or the cache knew it (sized)
 	sized      bool
 }
 
-// ResultSize is the size of the result artifact when this call stored it (a miss); ok is
-// false when it did not (a cache hit: the result is an artifact of an earlier call).
+// ResultSize is the size of the result artifact when this call stored it (a miss) or the
+// cache entry came with it (a hit, from a store that reads it with the entry); ok is false
+// otherwise.
 func (inv *Invocation) ResultSize() (size int64, ok bool) { return inv.resultSize, inv.sized }
 
 // ArtifactsFunc returns artifact storage scoped to a thread and recording the capability as provenance.
@@ -300,6 +301,7 @@ func (r *Registry) fromCache(ctx context.Context, e *entry, threadID string, can
 	inv := &Invocation{
 		Capability: e.cap.Name, ThreadID: threadID, ArtifactRef: c.ArtifactRef, Preview: c.Preview,
 		CacheHit: true, CacheKey: key, DurationMS: r.now().Sub(start).Milliseconds(),
+		resultSize: c.ResultSize, sized: c.ResultSized,
 	}
 	if err := r.record(ctx, inv, canon, nil); err != nil {
 		return nil, false, err

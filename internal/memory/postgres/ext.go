@@ -12,21 +12,39 @@ import (
 
 // CacheGet implements memory.CapabilityStore.
 func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (*memory.CachedResult, error) {
-	var c memory.CachedResult
-	var exp time.Time
-	var prev []byte
-	err := s.pool.QueryRow(ctx,
-		`SELECT capability, thread_id, artifact_ref, preview, expires_at FROM cap_cache WHERE key = $1 AND expires_at > $2`,
-		key, now).Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
+	// the result's size with the entry, joined as the SQLite store joins it (one round trip)
+	rows, err := s.pool.Query(ctx,
+		`SELECT c.capability, c.thread_id, c.artifact_ref, c.preview, c.expires_at, a.size
+		 FROM cap_cache c LEFT JOIN artifacts a ON `+shortExpr+` = right(c.artifact_ref, 6) AND a.thread_id = c.thread_id
+			AND length(c.artifact_ref) IN (6, 26) AND (length(c.artifact_ref) = 6 OR a.ref = c.artifact_ref)
+		 WHERE c.key = $1 AND c.expires_at > $2 LIMIT 2`,
+		key, now)
 	if err != nil {
 		return nil, fmt.Errorf("read capability cache: %w", err)
 	}
-	c.Preview = prev
-	c.ExpiresAt = exp
-	return &c, nil
+	defer rows.Close()
+	var c *memory.CachedResult
+	found := 0 // artifacts the entry's ref names: its size counts when it is one
+	for rows.Next() {
+		c = &memory.CachedResult{}
+		var prev []byte
+		var size *int64
+		if err := rows.Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &c.ExpiresAt, &size); err != nil {
+			return nil, fmt.Errorf("read capability cache: %w", err)
+		}
+		c.Preview = prev
+		if size != nil {
+			found++
+			c.ResultSize = *size
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read capability cache: %w", err)
+	}
+	if c != nil {
+		c.ResultSized = found == 1
+	}
+	return c, nil
 }
 
 // CachePut implements memory.CapabilityStore.

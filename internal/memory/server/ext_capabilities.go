@@ -159,7 +159,7 @@ func (x *capExt) onCall(ctx context.Context, inv *capability.Invocation) (memory
 	if inv.CacheHit {
 		eff.Metrics.CacheHits = 1
 	}
-	size, ok := inv.ResultSize() // a miss stored its result just now; a hit's is looked up
+	size, ok := inv.ResultSize() // a miss stored its result just now; a hit's came with its entry, or is looked up
 	if !ok {
 		if a, err := x.s.store.GetArtifact(ctx, inv.ThreadID, inv.ArtifactRef); err == nil {
 			size, ok = a.Size, true

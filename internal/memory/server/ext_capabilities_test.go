@@ -78,11 +78,17 @@ func TestCapRoutes(t *testing.T) {
 	}
 
 	var first map[string]any
+	var saved []int64 // the thread's tokens avoided after each call: a hit saves what the miss did
 	for i, wantCached := range []bool{false, true} {
 		code, m, raw = call(t, srv, "POST", "/cap/invoke", map[string]any{"thread_id": th.ID, "capability": "retrieval.search", "args": map[string]any{"query": "hello"}})
 		if code != 200 || m["cached"] != wantCached || m["event_id"] == nil {
 			t.Fatalf("invoke %d: %d %s", i, code, raw)
 		}
+		got, err := st.GetThread(ctx, th.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved = append(saved, got.Metrics.TokensAvoided)
 		if !strings.Contains(string(raw), `"count":1`) || !strings.Contains(string(raw), `**Hello**`) {
 			t.Fatalf("preview: %s", raw)
 		}
@@ -91,6 +97,9 @@ func TestCapRoutes(t *testing.T) {
 		} else if m["artifact_ref"] != first["artifact_ref"] {
 			t.Fatalf("cache hit returned another ref")
 		}
+	}
+	if saved[0] <= 0 || saved[1] != 2*saved[0] {
+		t.Fatalf("tokens avoided after the miss and the hit: %v (want n > 0, then 2n)", saved)
 	}
 	// The loopback guard holds through the daemon unless RELAY_FETCH_ALLOW says otherwise.
 	code, _, raw = call(t, srv, "POST", "/cap/invoke", map[string]any{"thread_id": th.ID, "capability": "http.fetch", "args": map[string]any{"url": srv.URL + "/health"}})

@@ -34,23 +34,47 @@ CREATE TABLE IF NOT EXISTS cap_calls (
 CREATE INDEX IF NOT EXISTS cap_calls_thread ON cap_calls(thread_id, id);
 `
 
+// sqlCacheGet reads the result's size with the entry: looking the artifact up on its
+// own took a fifth of a cache hit's CPU through relay mcp (the hit's bookkeeping
+// counts the tokens its preview saved). The entry holds the ref as the handler
+// answered it, short when unique, so the join is on the short form (artifacts_short;
+// a full ref must also match whole) and gives a row per artifact of the thread it
+// names: the size counts when there is one (else the caller resolves the ref).
+const sqlCacheGet = `SELECT c.capability, c.thread_id, c.artifact_ref, c.preview, c.expires_at, a.size
+	FROM cap_cache c LEFT JOIN artifacts a ON ` + shortExpr + ` = substr(c.artifact_ref, -6) AND +a.thread_id = c.thread_id
+		AND length(c.artifact_ref) IN (6, 26) AND (length(c.artifact_ref) = 6 OR a.ref = c.artifact_ref)
+	WHERE c.key = ? AND c.expires_at > ? LIMIT 2`
+
 // CacheGet implements memory.CapabilityStore.
 func (s *SQLite) CacheGet(ctx context.Context, key string, now time.Time) (*memory.CachedResult, error) {
-	var c memory.CachedResult
-	var exp int64
-	var prev []byte
-	err := s.readRow(ctx,
-		`SELECT capability, thread_id, artifact_ref, preview, expires_at FROM cap_cache WHERE key = ? AND expires_at > ?`,
-		key, now.UnixNano()).Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	rows, err := s.readRows(ctx, sqlCacheGet, key, now.UnixNano())
 	if err != nil {
 		return nil, err
 	}
-	c.Preview = prev
-	c.ExpiresAt = time.Unix(0, exp)
-	return &c, nil
+	defer rows.Close()
+	var c *memory.CachedResult
+	found := 0 // artifacts the entry's ref names: its size counts when it is one
+	for rows.Next() {
+		c = &memory.CachedResult{}
+		var exp int64
+		var prev []byte
+		var size sql.NullInt64
+		if err := rows.Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp, &size); err != nil {
+			return nil, err
+		}
+		c.Preview, c.ExpiresAt = prev, time.Unix(0, exp)
+		if size.Valid {
+			found++
+			c.ResultSize = size.Int64
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if c != nil {
+		c.ResultSized = found == 1
+	}
+	return c, nil
 }
 
 // The bookkeeping every capability call writes (a search's above all), prepared once on

@@ -428,8 +428,38 @@ func testCapabilityCache(t *testing.T, st memory.Store) {
 	if err != nil || got == nil || got.ArtifactRef != "r1" || string(got.Preview) != `{"x":1}` {
 		t.Fatalf("CacheGet = %+v, %v", got, err)
 	}
+	if got.ResultSized {
+		t.Fatalf("CacheGet gave a size for a result artifact that does not exist: %+v", got)
+	}
 	if got, err := st.CacheGet(ctx, "k", now.Add(2*time.Minute)); err != nil || got != nil {
 		t.Fatalf("expired entry returned: %+v, %v", got, err)
+	}
+	// An entry whose result exists comes with the result's size (a hit needs it for the
+	// tokens it saved); in another thread, the same ref is not that result.
+	sized := newThread(t, st, "cache-sized")
+	res, err := st.PutArtifact(ctx, sized.ID, memory.PutArtifactParams{Name: "result", Type: memory.TypeText, Content: []byte("twelve bytes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		thread, ref string
+		sized       bool
+	}{
+		{sized.ID, res.Ref, true},
+		{sized.ID, memory.Short(res.Ref), true}, // the form a handler answers with
+		{sized.ID, res.Ref[:10], false},         // an old abbreviation: looked up the slow way
+		{"t", res.Ref, false},
+		{"t", memory.Short(res.Ref), false},
+	} {
+		key := fmt.Sprint("sized-", i)
+		r := memory.CachedResult{Capability: "c", ThreadID: tc.thread, ArtifactRef: tc.ref, Preview: json.RawMessage(`{}`), ExpiresAt: now.Add(time.Minute)}
+		if err := st.CachePut(ctx, key, r, now); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.CacheGet(ctx, key, now.Add(time.Second))
+		if err != nil || got == nil || got.ResultSized != tc.sized || (tc.sized && got.ResultSize != 12) {
+			t.Fatalf("CacheGet of an entry in thread %s for result %s (12 bytes, ref %s in thread %s) = %+v, %v (want sized %v)", tc.thread, tc.ref, res.Ref, sized.ID, got, err, tc.sized)
+		}
 	}
 	c := memory.CapabilityCall{ThreadID: "t", Capability: "c", Args: json.RawMessage(`{}`), ArtifactRef: "r1", CacheHit: true, At: now}
 	if ev, err := st.RecordCall(ctx, memory.CallRecord{Call: c}); err != nil || ev.ID != 0 {
