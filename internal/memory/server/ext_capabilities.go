@@ -146,7 +146,7 @@ func newCapExt(s *Server, o CapabilityOptions) (*capExt, error) {
 	}
 	lim := a2a.Limits{MaxHops: o.MaxHops}
 	x.a2a = a2a.NewProcessor(s.store, lim, x.runEnvelope)
-	x.a2a.ThreadExists = func(ctx context.Context, id string) error { _, err := s.store.GetThread(ctx, id); return err }
+	x.a2a.ThreadExists = s.threadExists
 	return x, nil
 }
 
@@ -243,7 +243,7 @@ func (x *capExt) handleCapInvoke(w http.ResponseWriter, r *http.Request) error {
 	if req.ThreadID == "" || req.Capability == "" {
 		return badRequest("thread_id and capability are required")
 	}
-	if _, err := x.s.store.GetThread(r.Context(), req.ThreadID); err != nil {
+	if err := x.s.threadExists(r.Context(), req.ThreadID); err != nil {
 		return err
 	}
 	inv, err := x.reg.InvokeOpts(r.Context(), req.ThreadID, req.Capability, req.Args, req.NoCache)

@@ -72,6 +72,10 @@ func TestCapRoutes(t *testing.T) {
 	if code != 400 || m["error"].(map[string]any)["code"] != "invalid_args" || !strings.Contains(m["error"].(map[string]any)["message"].(string), "/limit: must be <= 50") {
 		t.Fatalf("bad args: %d %s", code, raw)
 	}
+	code, _, raw = call(t, srv, "POST", "/cap/invoke", map[string]any{"thread_id": "00000000-0000-4000-8000-000000000000", "capability": "retrieval.search", "args": map[string]any{"query": "hello"}})
+	if code != 404 || !strings.Contains(string(raw), "not_found") {
+		t.Fatalf("unknown thread: %d %s", code, raw)
+	}
 	code, _, raw = call(t, srv, "POST", "/cap/invoke", map[string]any{"thread_id": th.ID, "capability": "nope.nope", "args": map[string]any{}})
 	if code != 404 || !strings.Contains(string(raw), "unknown_capability") {
 		t.Fatalf("unknown: %d %s", code, raw)

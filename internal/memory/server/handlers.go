@@ -673,3 +673,16 @@ func validEventType(t string) bool {
 	}
 	return true
 }
+
+// threadExists is the check a request makes before it acts on a thread: the store's own
+// when it has one (SQLite's answers from memory once it has seen the thread; a capability
+// call made a whole GetThread for it, a tenth of a cached search's CPU), else GetThread.
+func (s *Server) threadExists(ctx context.Context, id string) error {
+	if c, ok := s.store.(interface {
+		ThreadExists(ctx context.Context, id string) error
+	}); ok {
+		return c.ThreadExists(ctx, id)
+	}
+	_, err := s.store.GetThread(ctx, id)
+	return err
+}

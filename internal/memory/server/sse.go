@@ -35,7 +35,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = n
 	}
-	if _, err := s.store.GetThread(r.Context(), id); err != nil {
+	if err := s.threadExists(r.Context(), id); err != nil {
 		return err
 	}
 	// Subscribe before the first read so no event falls between read and wait.

@@ -490,3 +490,35 @@ func TestMirrorOffByDefault(t *testing.T) {
 		t.Fatalf("threads/ exists with the mirror off: %v", err)
 	}
 }
+
+// TestThreadExists: a thread is found once it exists and never remembered as missing; the
+// set of threads found stays bounded.
+func TestThreadExists(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	const missing = "00000000-0000-4000-8000-000000000000"
+	for i := range 2 { // asked twice: a miss is not remembered either way
+		if err := s.ThreadExists(ctx, missing); !memory.IsNotFound(err) {
+			t.Fatalf("ask %d for a thread that does not exist: %v (want not found)", i, err)
+		}
+	}
+	if err := s.ThreadExists(ctx, "not-an-id"); err == nil || memory.IsNotFound(err) {
+		t.Fatalf("a malformed id: %v (want the id's own error)", err)
+	}
+	th, err := s.CreateThread(ctx, memory.CreateThreadParams{Name: "exists"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := s.ThreadExists(ctx, th.ID); err != nil {
+			t.Fatalf("ask %d for a thread just made: %v", i, err)
+		}
+	}
+	var k knownThreads
+	for i := range maxKnownThreads + 1 {
+		k.add(fmt.Sprint(i))
+	}
+	if len(k.ids) != 1 || !k.has(fmt.Sprint(maxKnownThreads)) {
+		t.Fatalf("after %d threads the set holds %d (want it started over with the last)", maxKnownThreads+1, len(k.ids))
+	}
+}

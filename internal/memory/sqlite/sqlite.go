@@ -59,7 +59,8 @@ const cacheBytes = 16 << 20
 type SQLite struct {
 	home     string
 	path     string
-	w, r, ck *sql.DB   // writer, readers, checkpointer
+	w, r, ck *sql.DB // writer, readers, checkpointer
+	known    knownThreads
 	wc       *sql.Conn // the writer's one connection, held open (Tx)
 	mirror   *mirror
 	broker   memory.Broker
@@ -1021,9 +1022,16 @@ func scanArtifact(r scanner) (memory.Artifact, error) {
 	return a, nil
 }
 
+// ThreadExists reports a memory.NotFoundError when the store has no thread id: the check
+// a request makes before it acts on a thread, cheaper than GetThread.
+func (s *SQLite) ThreadExists(ctx context.Context, id string) error { return s.threadExists(ctx, id) }
+
 func (s *SQLite) threadExists(ctx context.Context, id string) error {
 	if err := memory.CheckThreadID(id); err != nil {
 		return err
+	}
+	if s.known.has(id) {
+		return nil
 	}
 	var n int
 	if err := s.readRow(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil {
@@ -1032,7 +1040,35 @@ func (s *SQLite) threadExists(ctx context.Context, id string) error {
 	if n == 0 {
 		return &memory.NotFoundError{What: "thread", ID: id}
 	}
+	s.known.add(id)
 	return nil
+}
+
+// knownThreads remembers threads found to exist. A store never deletes a thread, so one
+// found once is there for good, and the check that artifact reads and every capability
+// call make needs no query after the first.
+type knownThreads struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+// maxKnownThreads bounds the set (36-byte ids): past it, it starts over.
+const maxKnownThreads = 4096
+
+func (k *knownThreads) has(id string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.ids[id]
+	return ok
+}
+
+func (k *knownThreads) add(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ids == nil || len(k.ids) >= maxKnownThreads {
+		k.ids = make(map[string]struct{})
+	}
+	k.ids[id] = struct{}{}
 }
 
 // GetArtifact implements Store.
