@@ -16,6 +16,12 @@ import (
 // pingEvery keeps proxies and idle timeouts from closing quiet streams.
 var pingEvery = 15 * time.Second
 
+// streamGather is how long a woken stream lets commits gather before it reads them: a
+// capability call commits its result and then its record, and a stream that read the
+// events after each commit took a tenth of a search call's CPU through relay mcp (whose
+// session follows its thread). Followers see events at most this much later.
+var streamGather = 10 * time.Millisecond
+
 func asConflict(err error, target **memory.ConflictError) bool { return errors.As(err, target) }
 
 // handleStream serves a thread's events as Server-Sent Events, resuming after Last-Event-ID.
@@ -53,6 +59,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
+	gather := time.NewTimer(streamGather)
+	gather.Stop()
+	defer gather.Stop()
 	var wait time.Duration // backoff while the store is unavailable
 	for {
 		evs, err := s.store.Events(r.Context(), id, after, 500)
@@ -100,6 +109,14 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		select {
 		case <-wake:
+			gather.Reset(streamGather)
+			select {
+			case <-gather.C:
+			case <-r.Context().Done():
+				return nil
+			case <-s.done:
+				return nil
+			}
 		case <-ping.C:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return nil
