@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -53,12 +54,28 @@ is served only when you name it.`,
 			}
 			// the host logs stderr: the person can see which directory the agent's calls act on
 			fmt.Fprintf(f.IO.ErrOut, "relay mcp: %s\n", mcpServes(f))
+			collectLess(f.Getenv)
 			return mcp.Serve(cmd.Context(), mcpOptions(f))
 		},
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve over Streamable HTTP at ADDR/mcp instead of stdio (default "+mcpHTTPDefault+"; needs the API token)")
 	cmd.Flags().Lookup("http").NoOptDefVal = mcpHTTPDefault
 	return cmd
+}
+
+// mcpGCPercent is relay mcp's collector target (GOGC). The session's live heap is about a
+// megabyte while the MCP SDK's JSON decoding allocates tens of kilobytes a message, so at
+// Go's default of 100 the collector ran every few calls: a sixth of the process's CPU
+// under a stream of searches. At 200 the process took a fifth less CPU a search for 4 MB
+// more at its peak (24 -> 28 MB); 400 saved about as much and cost 12 MB.
+const mcpGCPercent = 200
+
+// collectLess sets mcpGCPercent unless the user set GOGC. It is process-wide, so only the
+// stdio server's command calls it (the process is the session's).
+func collectLess(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(mcpGCPercent)
+	}
 }
 
 // mcpOptions is what relay mcp serves, on stdio or over HTTP.
