@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"time"
 
 	"github.com/relaydev/relay/internal/memory"
 )
@@ -225,6 +226,9 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 	} else {
 		if slices.ContainsFunc(reqs, func(r *writeReq) bool { return !r.restart }) {
 			s.kickCheckpoint(s.commitSync != s.syncMode)
+		}
+		if slices.ContainsFunc(reqs, func(r *writeReq) bool { return !r.deferred && !r.restart }) {
+			s.lastDurable.Store(time.Now().UnixNano())
 		}
 		for _, a := range afters {
 			if a != nil {

@@ -84,14 +84,16 @@ const (
 	mergeShare = 4
 )
 
-// idleMergeAfter is how long the indexer waits with nothing to index before it merges the
-// index's segments, and mergeMinBytes the least text indexed since the last merge that
-// makes another due (variables for tests). The wait is short because an agent searches
-// right after it writes: at 2 s, the searches that followed a burst of 1,000 notes
-// through `relay mcp` ran on the unmerged index, seeking every segment (over a third of
-// the search query's CPU in a profile). How often a merge runs is mergeDue's bound, not
-// this wait's, and a merge step yields to the next put or search, so a sooner start
-// costs no extra rewriting.
+// idleMergeAfter is how long the indexer waits with nothing to index, and the store with no
+// durable write (a put or a patch; a search's bookkeeping does not count), before it
+// merges the index's segments, and mergeMinBytes the least text indexed since the last
+// merge that makes another due (variables for tests). The wait is short because an agent
+// searches right after it writes: at 2 s, the searches that followed a burst of 1,000
+// notes through `relay mcp` ran on the unmerged index, seeking every segment (over a
+// third of the search query's CPU in a profile). How often a merge runs is mergeDue's
+// bound, not this wait's. A merge step yields to a put or a search that needs the
+// indexer, and the merge stops for any durable write and resumes in the next pause: a
+// burst of binary puts, which the indexer never sees, ran beside the merge's rewriting.
 var (
 	idleMergeAfter = 250 * time.Millisecond
 	mergeMinBytes  = int64(1 << 20)
@@ -433,7 +435,13 @@ func (s *SQLite) runIndexer() {
 		select {
 		case <-x.kick:
 		case <-idle.C:
-			s.mergeWhileIdle()
+			if quiet := s.sinceDurable(); quiet < idleMergeAfter {
+				idle.Reset(idleMergeAfter - quiet) // puts or patches are still coming
+				continue
+			}
+			if !s.mergeWhileIdle() {
+				idle.Reset(idleMergeAfter) // left for a put or a patch: merge in the next pause
+			}
 			continue
 		case <-x.quit:
 			return
@@ -485,28 +493,37 @@ func (s *SQLite) mergeDue() bool {
 }
 
 // mergeWhileIdle merges the index's segments, a step at a time, until they are one or the
-// indexer is wanted (the kick is put back for the main loop).
-func (s *SQLite) mergeWhileIdle() {
+// indexer is wanted (the kick is put back for the main loop); it reports false when it
+// stopped for a durable write instead, so the caller merges in the next pause.
+func (s *SQLite) mergeWhileIdle() bool {
 	x := s.idx
 	for {
 		select {
 		case <-x.kick:
 			x.wake()
-			return
+			return true
 		case <-x.quit:
-			return
+			return true
 		default:
+		}
+		if s.sinceDurable() < idleMergeAfter {
+			return false
 		}
 		more, err := s.mergeStep(context.Background())
 		if err != nil {
-			return // tried again after the next batch
+			return true // tried again after the next batch
 		}
 		if !more {
 			x.sinceMerge.Store(0)
 			x.merges.Add(1)
-			return
+			return true
 		}
 	}
+}
+
+// sinceDurable is how long ago a durable write last committed.
+func (s *SQLite) sinceDurable() time.Duration {
+	return time.Duration(time.Now().UnixNano() - s.lastDurable.Load())
 }
 
 // mergeStep rewrites about mergeStepPages of the index towards one segment and reports

@@ -412,3 +412,39 @@ func TestIndexAutomerge(t *testing.T) {
 		t.Fatalf("automerge %d after reopening an index set to 4, want %d", got, indexAutomerge)
 	}
 }
+
+// TestMergeWaitsForWrites: the idle merge does not start, nor take another step, within
+// idleMergeAfter of a durable write (a burst of puts of any type, say binary ones that the
+// indexer never sees), while bookkeeping (a search's result and call log) does not hold it.
+func TestMergeWaitsForWrites(t *testing.T) {
+	d, n := idleMergeAfter, mergeMinBytes
+	t.Cleanup(func() { idleMergeAfter, mergeMinBytes = d, n })
+	idleMergeAfter, mergeMinBytes = time.Hour, 32<<10 // the indexer never merges on its own here
+	st := openStore(t)
+	tid := newThread(t, st)
+	ctx := context.Background()
+	for i := range 150 {
+		put(t, st, tid, fmt.Sprintf("n%03d.md", i), "markdown", fmt.Sprintf("note %d\n%s", i, filler(2000)))
+	}
+	if _, err := st.Search(ctx, tid, memory.SearchQuery{Query: "note"}); err != nil { // waits for the index
+		t.Fatal(err)
+	}
+	if st.sinceDurable() >= idleMergeAfter {
+		t.Fatalf("the puts left no durable write time: %v since", st.sinceDurable())
+	}
+	if st.mergeWhileIdle() || st.idx.merges.Load() != 0 {
+		t.Fatalf("the merge ran within %v of a put", idleMergeAfter)
+	}
+	before := st.lastDurable.Load()
+	if _, err := st.RecordCall(memory.Deferred(ctx), memory.CallRecord{Call: memory.CapabilityCall{ThreadID: tid, Capability: "c",
+		Args: []byte(`{}`), At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if st.lastDurable.Load() != before {
+		t.Fatal("a call's deferred bookkeeping counted as a durable write")
+	}
+	st.lastDurable.Store(0) // the writes' pause is over
+	if !st.mergeWhileIdle() || st.idx.merges.Load() != 1 {
+		t.Fatalf("after the pause the merge did not run to its end (%d merges)", st.idx.merges.Load())
+	}
+}
