@@ -228,7 +228,7 @@ func (s *SQLite) runBatchAs(reqs []*writeReq, lazy bool) {
 			s.kickCheckpoint(s.commitSync != s.syncMode)
 		}
 		if slices.ContainsFunc(reqs, func(r *writeReq) bool { return !r.deferred && !r.restart }) {
-			s.lastDurable.Store(time.Now().UnixNano())
+			s.lastDurable.Store(int64(time.Since(clockStart)))
 		}
 		for _, a := range afters {
 			if a != nil {

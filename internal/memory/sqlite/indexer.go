@@ -523,8 +523,12 @@ func (s *SQLite) mergeWhileIdle() bool {
 
 // sinceDurable is how long ago a durable write last committed.
 func (s *SQLite) sinceDurable() time.Duration {
-	return time.Duration(time.Now().UnixNano() - s.lastDurable.Load())
+	return time.Since(clockStart) - time.Duration(s.lastDurable.Load())
 }
+
+// clockStart anchors lastDurable to the monotonic clock: a step of the wall clock must not
+// hold the merge back, nor start it during a burst.
+var clockStart = time.Now()
 
 // mergeStep rewrites about mergeStepPages of the index towards one segment and reports
 // whether work remains (FTS5 changes at least two rows when a merge step did something).

@@ -443,7 +443,7 @@ func TestMergeWaitsForWrites(t *testing.T) {
 	if st.lastDurable.Load() != before {
 		t.Fatal("a call's deferred bookkeeping counted as a durable write")
 	}
-	st.lastDurable.Store(0) // the writes' pause is over
+	st.lastDurable.Store(-int64(2 * idleMergeAfter)) // the writes' pause is over
 	if !st.mergeWhileIdle() || st.idx.merges.Load() != 1 {
 		t.Fatalf("after the pause the merge did not run to its end (%d merges)", st.idx.merges.Load())
 	}

@@ -74,8 +74,8 @@ type SQLite struct {
 	// batches and batchedOps count the write batches and the ops they ran (benchmarks
 	// report ops per batch: how well group commit shares fsyncs).
 	batches, batchedOps atomic.Int64
-	// lastDurable is when (unix ns) a durable write last committed: a put or a patch, not
-	// bookkeeping; the search index's idle merge waits for a pause in them.
+	// lastDurable is when a durable write last committed (ns after clockStart): a put or a
+	// patch, not bookkeeping; the search index's idle merge waits for a pause in them.
 	lastDurable atomic.Int64
 	stmts       map[string]*sql.Stmt
 	// syncMode is the store's synchronous setting; commitSync, under wmu, what the writer
