@@ -99,6 +99,11 @@ var (
 	mergeMinBytes  = int64(1 << 20)
 )
 
+// maxMergeDelay bounds how long durable writes hold a due merge back: a steady stream of
+// patches or binary puts, never 250 ms apart, would otherwise keep it back for good, and
+// every search seeks every segment meanwhile. Past it the merge runs beside the writes.
+const maxMergeDelay = 10 * time.Second
+
 // searchSchemaVersion is search.db's layout (PRAGMA user_version); a file of another
 // version, or one that belongs to another relay.db, is deleted and rebuilt.
 const searchSchemaVersion = 2
@@ -431,16 +436,19 @@ func (s *SQLite) runIndexer() {
 	idle := time.NewTimer(idleMergeAfter)
 	idle.Stop()
 	defer idle.Stop()
+	var postponed time.Time // when durable writes first held the due merge back
 	for {
 		select {
 		case <-x.kick:
 		case <-idle.C:
-			if quiet := s.sinceDurable(); quiet < idleMergeAfter {
-				idle.Reset(idleMergeAfter - quiet) // puts or patches are still coming
-				continue
-			}
-			if !s.mergeWhileIdle() {
-				idle.Reset(idleMergeAfter) // left for a put or a patch: merge in the next pause
+			force := !postponed.IsZero() && time.Since(postponed) >= maxMergeDelay
+			if wait := s.mergeWhileIdle(force); wait > 0 { // puts or patches are still coming
+				if postponed.IsZero() {
+					postponed = time.Now()
+				}
+				idle.Reset(wait)
+			} else {
+				postponed = time.Time{}
 			}
 			continue
 		case <-x.quit:
@@ -493,30 +501,31 @@ func (s *SQLite) mergeDue() bool {
 }
 
 // mergeWhileIdle merges the index's segments, a step at a time, until they are one or the
-// indexer is wanted (the kick is put back for the main loop); it reports false when it
-// stopped for a durable write instead, so the caller merges in the next pause.
-func (s *SQLite) mergeWhileIdle() bool {
+// indexer is wanted (the kick is put back for the main loop). Unless forced, it stops for
+// a durable write less than idleMergeAfter ago and returns how long until that pause is
+// over, for the caller to try again then; 0 otherwise.
+func (s *SQLite) mergeWhileIdle(force bool) time.Duration {
 	x := s.idx
 	for {
 		select {
 		case <-x.kick:
 			x.wake()
-			return true
+			return 0
 		case <-x.quit:
-			return true
+			return 0
 		default:
 		}
-		if s.sinceDurable() < idleMergeAfter {
-			return false
+		if quiet := s.sinceDurable(); !force && quiet < idleMergeAfter {
+			return idleMergeAfter - quiet
 		}
 		more, err := s.mergeStep(context.Background())
 		if err != nil {
-			return true // tried again after the next batch
+			return 0 // tried again after the next batch
 		}
 		if !more {
 			x.sinceMerge.Store(0)
 			x.merges.Add(1)
-			return true
+			return 0
 		}
 	}
 }

@@ -415,7 +415,8 @@ func TestIndexAutomerge(t *testing.T) {
 
 // TestMergeWaitsForWrites: the idle merge does not start, nor take another step, within
 // idleMergeAfter of a durable write (a burst of puts of any type, say binary ones that the
-// indexer never sees), while bookkeeping (a search's result and call log) does not hold it.
+// indexer never sees), unless forced (held back past maxMergeDelay), while bookkeeping (a
+// search's result and call log) does not hold it.
 func TestMergeWaitsForWrites(t *testing.T) {
 	d, n := idleMergeAfter, mergeMinBytes
 	t.Cleanup(func() { idleMergeAfter, mergeMinBytes = d, n })
@@ -444,8 +445,8 @@ func TestMergeWaitsForWrites(t *testing.T) {
 		}
 	}
 	drainKicks()
-	if st.mergeWhileIdle() || st.idx.merges.Load() != 0 {
-		t.Fatalf("the merge ran within %v of a put", idleMergeAfter)
+	if wait := st.mergeWhileIdle(false); wait <= 0 || wait > idleMergeAfter || st.idx.merges.Load() != 0 {
+		t.Fatalf("the merge ran within %v of a put (or asked to wait %v)", idleMergeAfter, wait)
 	}
 	before := st.lastDurable.Load()
 	if _, err := st.RecordCall(memory.Deferred(ctx), memory.CallRecord{Call: memory.CapabilityCall{ThreadID: tid, Capability: "c",
@@ -455,9 +456,21 @@ func TestMergeWaitsForWrites(t *testing.T) {
 	if st.lastDurable.Load() != before {
 		t.Fatal("a call's deferred bookkeeping counted as a durable write")
 	}
+	// Held back past maxMergeDelay, the merge runs beside the writes.
+	drainKicks()
+	if wait := st.mergeWhileIdle(true); wait != 0 || st.idx.merges.Load() != 1 {
+		t.Fatalf("a forced merge did not run to its end beside a recent write (waits %v, %d merges)", wait, st.idx.merges.Load())
+	}
+	// The next one is due once enough is indexed again; after the writes' pause it runs.
+	for i := range 150 {
+		put(t, st, tid, fmt.Sprintf("m%03d.md", i), "markdown", fmt.Sprintf("note %d\n%s", i, filler(2000)))
+	}
+	if _, err := st.Search(ctx, tid, memory.SearchQuery{Query: "note"}); err != nil {
+		t.Fatal(err)
+	}
 	st.lastDurable.Store(-int64(2 * idleMergeAfter)) // the writes' pause is over
 	drainKicks()
-	if !st.mergeWhileIdle() || st.idx.merges.Load() != 1 {
-		t.Fatalf("after the pause the merge did not run to its end (%d merges)", st.idx.merges.Load())
+	if wait := st.mergeWhileIdle(false); wait != 0 || st.idx.merges.Load() != 2 {
+		t.Fatalf("after the pause the merge did not run to its end (waits %v, %d merges)", wait, st.idx.merges.Load())
 	}
 }

@@ -109,8 +109,9 @@ const shortRefMigration = `CREATE INDEX artifacts_short ON artifacts(substr(ref,
 
 // eventsRowidMigration drops a page every event's commit wrote for nothing: an insert into
 // an AUTOINCREMENT table also rewrites the table's row in sqlite_sequence (a sequential
-// patch wrote 6.5 pages on average, 5.6 without it). Events are never deleted, so a plain rowid's max+1
-// never reuses an id either. Rebuilding the table copies each row once, ids kept.
+// patch wrote 6.5 pages on average, 5.6 without it). Events are never deleted, so a plain
+// rowid's max+1 never reuses an id either. Rebuilding the table copies each row once, ids
+// kept.
 const eventsRowidMigration = `
 CREATE TABLE events_rowid (
   id        INTEGER PRIMARY KEY,
