@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,7 +118,7 @@ func (s *JobStore) status(j *Job) string {
 		return "done"
 	case j.Exit != nil:
 		return "failed"
-	case j.PID > 0 && syscall.Kill(j.PID, 0) == nil:
+	case j.PID > 0 && alive(j.PID):
 		return "running"
 	}
 	return "lost"

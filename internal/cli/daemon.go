@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relaydev/relay/internal/relayhome"
-
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
@@ -23,6 +21,8 @@ import (
 	"github.com/relaydev/relay/internal/memory/backend"
 	"github.com/relaydev/relay/internal/memory/client"
 	"github.com/relaydev/relay/internal/memory/server"
+	"github.com/relaydev/relay/internal/relayhome"
+	"github.com/relaydev/relay/internal/run"
 	"github.com/relaydev/relay/internal/workspace"
 )
 
@@ -175,7 +175,7 @@ func upRun(ctx context.Context, opts *UpOptions) error {
 	child.Env = append(os.Environ(), "RELAY_STORE="+dc.Store, "RELAY_ARTIFACTS="+dc.Artifacts)
 	child.Stdin = nil // /dev/null: a daemon never reads the terminal
 	child.Stdout, child.Stderr = logf, logf
-	child.SysProcAttr = detached()
+	child.SysProcAttr = run.Detached()
 	if err := child.Start(); err != nil {
 		return fmt.Errorf("start the daemon: %w", err)
 	}

@@ -2,12 +2,7 @@
 
 package cli
 
-import (
-	"os"
-	"syscall"
-)
-
-func detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+import "os"
 
 // terminate stops the daemon; without signals there is no graceful path, but every
 // acknowledged write is already committed.

@@ -2,10 +2,17 @@
 
 package run
 
-import "os/exec"
+import (
+	"os/exec"
+	"syscall"
+)
 
 func setProcessGroup(*exec.Cmd) {}
 
 func killGroup(*exec.Cmd) {}
 
 func killGroupPID(int) {}
+
+// Detached is the SysProcAttr of a child that must outlive its parent: without sessions,
+// the default.
+func Detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

@@ -25,3 +25,8 @@ func killGroup(cmd *exec.Cmd) {
 }
 
 func killGroupPID(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+// Detached is the SysProcAttr of a child that must outlive its parent and its terminal
+// (the background daemon, an ask job): a session of its own, so closing the terminal
+// (SIGHUP) does not stop it.
+func Detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/relaydev/relay/internal/ask"
@@ -19,6 +18,7 @@ import (
 	"github.com/relaydev/relay/internal/atomicfile"
 	"github.com/relaydev/relay/internal/config"
 	"github.com/relaydev/relay/internal/relayhome"
+	"github.com/relaydev/relay/internal/run"
 	"github.com/relaydev/relay/internal/safeopen"
 )
 
@@ -176,7 +176,7 @@ func (w *Workspace) spawnJob(store *ask.JobStore, job *ask.Job) error {
 	c.Env = w.environ()
 	c.Dir = w.WorkDir
 	c.Stdout, c.Stderr = logf, logf
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	c.SysProcAttr = run.Detached()
 	if err := c.Start(); err != nil {
 		return err
 	}
