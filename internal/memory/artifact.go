@@ -262,12 +262,15 @@ func NewRef(now time.Time) string {
 
 // ValidRef reports whether s has the shape of an artifact ref.
 func ValidRef(s string) bool {
-	return len(s) == 26 && isHex(s)
+	return len(s) == RefLen && isHex(s)
 }
+
+// RefLen is the length of a full ref (NewRef's 13 bytes in hex).
+const RefLen = 26
 
 // An artifact has one ref that relay shows everywhere (put's output, --json, the header,
 // artifact ls, events, MCP, the SDKs, the UI): the last ShortRefLen hex digits of its full
-// ref. The full ref (26 hex: 12 of milliseconds, 14 random) stays the storage key, sorts by
+// ref. The full ref (RefLen hex: 12 of milliseconds, 14 random) stays the storage key, sorts by
 // time and keeps resolving anywhere a ref is taken; the short one is its random tail (the
 // leading digits are a timestamp neighbours share), unique store-wide because a put draws
 // again while the tail is taken, so it names the artifact without its thread.

@@ -286,7 +286,7 @@ func (s *Store) GetArtifact(ctx context.Context, id, ref string) (memory.Artifac
 	case memory.IsShortRef(ref):
 		q = `SELECT ` + artifactCols + ` FROM artifacts WHERE ` + shortExpr + ` = $1 AND thread_id = $2 ORDER BY ref LIMIT 2`
 	default:
-		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref (the %d hex characters relay shows, or a full ref of 26); list refs with `relay artifact ls`", ref, memory.ShortRefLen)
+		return memory.Artifact{}, memory.BadRequest("%q is not an artifact ref (the %d hex characters relay shows, or a full ref of %d); list refs with `relay artifact ls`", ref, memory.ShortRefLen, memory.RefLen)
 	}
 	found, err := s.queryArtifacts(ctx, q, ref, id)
 	if err != nil {

@@ -10,15 +10,16 @@ import (
 	"github.com/relaydev/relay/internal/memory"
 )
 
+// sqlCacheGet reads a cache entry with its result's size, joined as the SQLite store joins
+// it (one round trip).
+var sqlCacheGet = fmt.Sprintf(`SELECT c.capability, c.thread_id, c.artifact_ref, c.preview, c.expires_at, a.size
+	FROM cap_cache c LEFT JOIN artifacts a ON %[1]s = right(c.artifact_ref, %[2]d) AND a.thread_id = c.thread_id
+		AND length(c.artifact_ref) IN (%[2]d, %[3]d) AND (length(c.artifact_ref) = %[2]d OR a.ref = c.artifact_ref)
+	WHERE c.key = $1 AND c.expires_at > $2 LIMIT 2`, shortExpr, memory.ShortRefLen, memory.RefLen)
+
 // CacheGet implements memory.CapabilityStore.
 func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (*memory.CachedResult, error) {
-	// the result's size with the entry, joined as the SQLite store joins it (one round trip)
-	rows, err := s.pool.Query(ctx,
-		`SELECT c.capability, c.thread_id, c.artifact_ref, c.preview, c.expires_at, a.size
-		 FROM cap_cache c LEFT JOIN artifacts a ON `+shortExpr+` = right(c.artifact_ref, 6) AND a.thread_id = c.thread_id
-			AND length(c.artifact_ref) IN (6, 26) AND (length(c.artifact_ref) = 6 OR a.ref = c.artifact_ref)
-		 WHERE c.key = $1 AND c.expires_at > $2 LIMIT 2`,
-		key, now)
+	rows, err := s.pool.Query(ctx, sqlCacheGet, key, now)
 	if err != nil {
 		return nil, fmt.Errorf("read capability cache: %w", err)
 	}

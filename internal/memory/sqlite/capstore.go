@@ -40,10 +40,10 @@ CREATE INDEX IF NOT EXISTS cap_calls_thread ON cap_calls(thread_id, id);
 // answered it, short when unique, so the join is on the short form (artifacts_short;
 // a full ref must also match whole) and gives a row per artifact of the thread it
 // names: the size counts when there is one (else the caller resolves the ref).
-const sqlCacheGet = `SELECT c.capability, c.thread_id, c.artifact_ref, c.preview, c.expires_at, a.size
-	FROM cap_cache c LEFT JOIN artifacts a ON ` + shortExpr + ` = substr(c.artifact_ref, -6) AND +a.thread_id = c.thread_id
-		AND length(c.artifact_ref) IN (6, 26) AND (length(c.artifact_ref) = 6 OR a.ref = c.artifact_ref)
-	WHERE c.key = ? AND c.expires_at > ? LIMIT 2`
+var sqlCacheGet = fmt.Sprintf(`SELECT c.capability, c.thread_id, c.artifact_ref, c.preview, c.expires_at, a.size
+	FROM cap_cache c LEFT JOIN artifacts a ON %[1]s = substr(c.artifact_ref, -%[2]d) AND +a.thread_id = c.thread_id
+		AND length(c.artifact_ref) IN (%[2]d, %[3]d) AND (length(c.artifact_ref) = %[2]d OR a.ref = c.artifact_ref)
+	WHERE c.key = ? AND c.expires_at > ? LIMIT 2`, shortExpr, memory.ShortRefLen, memory.RefLen)
 
 // CacheGet implements memory.CapabilityStore.
 func (s *SQLite) CacheGet(ctx context.Context, key string, now time.Time) (*memory.CachedResult, error) {

@@ -1,9 +1,12 @@
 package sqlite
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/relayhome"
@@ -38,5 +41,27 @@ func TestStoreFilesArePrivate(t *testing.T) {
 			}
 		}
 		s.Close()
+	}
+}
+
+// TestShortExprIsShort: the SQL form of a ref's short form (and the index on it) is the
+// ref relay shows, for the ref lengths the memory package defines.
+func TestShortExprIsShort(t *testing.T) {
+	want := fmt.Sprintf("substr(ref, %d)", memory.RefLen-memory.ShortRefLen+1)
+	if shortExpr != want || !strings.Contains(shortRefMigration, shortExpr) {
+		t.Fatalf("shortExpr %q, the index %q; want %q for refs of %d and short refs of %d", shortExpr, shortRefMigration, want, memory.RefLen, memory.ShortRefLen)
+	}
+	s, err := OpenSQLite(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ref := memory.NewRef(time.Now())
+	var got string
+	if err := s.r.QueryRow(`SELECT `+strings.Replace(shortExpr, "ref", "?", 1), ref).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != memory.Short(ref) {
+		t.Fatalf("%s of %s = %q, relay shows %q", shortExpr, ref, got, memory.Short(ref))
 	}
 }

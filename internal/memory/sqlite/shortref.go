@@ -101,7 +101,7 @@ func (s *SQLite) resolveRef(ctx context.Context, id, ref string) (string, error)
 		return ref, nil
 	}
 	if !memory.IsRefPrefix(ref) {
-		return "", memory.BadRequest("%q is not an artifact ref (the %d hex characters relay shows, or a full ref of 26); list refs with `relay artifact ls`", ref, memory.ShortRefLen)
+		return "", memory.BadRequest("%q is not an artifact ref (the %d hex characters relay shows, or a full ref of %d); list refs with `relay artifact ls`", ref, memory.ShortRefLen, memory.RefLen)
 	}
 	queries := []string{"hash", "ref"}
 	if memory.IsShortRef(ref) {
