@@ -436,19 +436,16 @@ func (s *SQLite) runIndexer() {
 	idle := time.NewTimer(idleMergeAfter)
 	idle.Stop()
 	defer idle.Stop()
-	var postponed time.Time // when durable writes first held the due merge back
+	var held mergeHold
 	for {
 		select {
 		case <-x.kick:
 		case <-idle.C:
-			force := !postponed.IsZero() && time.Since(postponed) >= maxMergeDelay
-			if wait := s.mergeWhileIdle(force); wait > 0 { // puts or patches are still coming
-				if postponed.IsZero() {
-					postponed = time.Now()
-				}
+			if wait := s.mergeWhileIdle(held.over(time.Now())); wait > 0 { // puts or patches are still coming
+				held.start(time.Now())
 				idle.Reset(wait)
 			} else {
-				postponed = time.Time{}
+				held = mergeHold{}
 			}
 			continue
 		case <-x.quit:
@@ -483,6 +480,22 @@ func (s *SQLite) runIndexer() {
 // CPU at 10k documents of 2 KB), so it runs only after the indexer was idle for
 // idleMergeAfter, in steps it stops between as soon as a put or a search needs it, and
 // only once a fourth of the index's size has been indexed since the last one.
+
+// mergeHold is how long durable writes have held a due merge back.
+type mergeHold struct{ since time.Time }
+
+// start notes that writes held the merge back at now (the first time counts).
+func (h *mergeHold) start(now time.Time) {
+	if h.since.IsZero() {
+		h.since = now
+	}
+}
+
+// over reports whether the merge has been held back maxMergeDelay by now: it then runs
+// beside the writes.
+func (h *mergeHold) over(now time.Time) bool {
+	return !h.since.IsZero() && now.Sub(h.since) >= maxMergeDelay
+}
 
 // mergeDue reports whether enough was indexed since the last merge for another.
 func (s *SQLite) mergeDue() bool {

@@ -474,3 +474,27 @@ func TestMergeWaitsForWrites(t *testing.T) {
 		t.Fatalf("after the pause the merge did not run to its end (waits %v, %d merges)", wait, st.idx.merges.Load())
 	}
 }
+
+// TestMergeHold: writes hold a due merge back for maxMergeDelay from the first time they
+// did, however often they do again; a merge that ran (or gave way to the indexer) starts
+// the count over.
+func TestMergeHold(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	var h mergeHold
+	if h.over(t0.Add(time.Hour)) {
+		t.Fatal("a merge nothing held back is forced")
+	}
+	h.start(t0)
+	h.start(t0.Add(maxMergeDelay / 2)) // held again: the count goes on from t0
+	if h.over(t0.Add(maxMergeDelay - time.Millisecond)) {
+		t.Fatal("forced before maxMergeDelay")
+	}
+	if !h.over(t0.Add(maxMergeDelay)) {
+		t.Fatal("not forced after maxMergeDelay of writes")
+	}
+	h = mergeHold{} // the merge ran
+	h.start(t0.Add(maxMergeDelay))
+	if h.over(t0.Add(maxMergeDelay + time.Second)) {
+		t.Fatal("a new hold counts from the old one")
+	}
+}
