@@ -1,13 +1,16 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/relaydev/relay/internal/memory"
 	"github.com/relaydev/relay/internal/memory/ftsquery"
+	"github.com/relaydev/relay/internal/memory/ftstok"
 )
 
 // MinPrefix is the shortest prefix searched as a prefix (the FTS5 prefix index covers 3 and 4).
@@ -85,14 +88,21 @@ var typeVocab = sync.OnceValues(func() (*sql.Stmt, error) {
 // holds each artifact's type in its ty column (for the type filter), so only such a query
 // needs the MATCH limited to {name body}, or "text" would find every text artifact by its
 // type: the column filter costs a tenth of a search's CPU, extracting each match's
-// positions in those columns. Matching the words against the types with FTS5 itself keeps
-// the answer exact for every stem and prefix; the answers are kept per word (one such
-// query costs ~15 µs of CPU).
+// positions in those columns. A word ftstok stems as the index does is matched against
+// the types' stems in Go; any other word against the types with FTS5 itself, which keeps
+// the answer exact for every stem and prefix (those answers are kept per word).
 func namesTypeWord(ctx context.Context, terms []ftsquery.Term) bool {
 	for _, t := range terms {
 		for i, w := range t.Words {
+			prefix := t.Prefix && i == len(t.Words)-1
+			if yes, ok := isTypeWordGo(w, prefix); ok {
+				if yes {
+					return true
+				}
+				continue
+			}
 			q := `"` + w + `"`
-			if t.Prefix && i == len(t.Words)-1 {
+			if prefix {
 				q += "*"
 			}
 			if isTypeWord(ctx, q) {
@@ -111,6 +121,32 @@ var typeWords struct {
 }
 
 const maxTypeWords = 10000
+
+// typeStems are the artifact types' words as the index stems them (binary: "binari").
+var typeStems = sync.OnceValue(func() [][]byte {
+	var out [][]byte
+	for _, t := range memory.ArtifactTypes {
+		ftstok.Scan(t, func(_, _ int, tok []byte) { out = append(out, ftstok.Stem(slices.Clone(tok))) })
+	}
+	return out
+})
+
+// isTypeWordGo is isTypeWord for a word ftstok stems as FTS5 does (ASCII letters and
+// digits): the index's query for each new word was a twentieth of an MCP search's CPU,
+// every search of a distinct word paying it. ok is false for any other word.
+func isTypeWordGo(w string, prefix bool) (yes, ok bool) {
+	lw := []byte(strings.ToLower(w))
+	if !ftstok.IsWord(string(lw)) {
+		return false, false
+	}
+	stem := ftstok.Stem(lw)
+	for _, t := range typeStems() {
+		if bytes.Equal(t, stem) || prefix && bytes.HasPrefix(t, stem) {
+			return true, true
+		}
+	}
+	return false, true
+}
 
 // isTypeWord reports whether the FTS5 term q ("word" or "prefix"*) matches a word of an
 // artifact type, or when that cannot be told.

@@ -483,3 +483,66 @@ func TestTypeWordsAreNotContent(t *testing.T) {
 		t.Fatalf("%d hits, the column-filtered query has %d, want 3", len(hits), i)
 	}
 }
+
+// typeWordCases are words around the types' words: the words, their inflections, prefixes
+// of each length, near misses, other case.
+func typeWordCases() []string {
+	ws := []string{"texts", "texting", "textual", "binaries", "emails", "emailing", "jsons", "outputs", "outputting",
+		"tooling", "tools", "htmls", "markdowns", "marked", "mark", "bin", "js", "a", "z9", "deploy", "relay", "TEXT", "Tool", "x2"}
+	for _, t := range memory.ArtifactTypes {
+		for _, w := range ftsquery.Words(t) {
+			for n := 1; n <= len(w); n++ {
+				ws = append(ws, w[:n])
+			}
+			ws = append(ws, w+"s", w+"ed", w+"ing", w+"x")
+		}
+	}
+	return ws
+}
+
+// TestTypeWordGoIsFTS5s: for every word ftstok takes, the match against the types' stems in
+// Go answers as the match against the types with FTS5 does, as a word and as a prefix.
+func TestTypeWordGoIsFTS5s(t *testing.T) {
+	for _, w := range typeWordCases() {
+		for _, prefix := range []bool{false, true} {
+			checkTypeWordGo(t, w, prefix)
+		}
+	}
+}
+
+func checkTypeWordGo(t *testing.T, w string, prefix bool) {
+	t.Helper()
+	yes, ok := isTypeWordGo(w, prefix)
+	if !ok {
+		return
+	}
+	st, err := typeVocab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := `"` + w + `"`
+	if prefix {
+		q += "*"
+	}
+	var one int
+	err = st.QueryRow(q).Scan(&one)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatalf("%s: %v", q, err)
+	}
+	if want := err == nil; yes != want {
+		t.Errorf("isTypeWordGo(%q, prefix %v) = %v, FTS5 says %v", w, prefix, yes, want)
+	}
+}
+
+func FuzzTypeWordGo(f *testing.F) {
+	for _, w := range typeWordCases() {
+		f.Add(w, false)
+		f.Add(w, true)
+	}
+	f.Fuzz(func(t *testing.T, w string, prefix bool) {
+		if len(w) > 64 || strings.ContainsAny(w, "\"\x00") {
+			return
+		}
+		checkTypeWordGo(t, w, prefix)
+	})
+}
