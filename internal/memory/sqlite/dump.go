@@ -214,6 +214,7 @@ func (s *SQLite) ImportThread(ctx context.Context, d *memory.ThreadDump, content
 		return err
 	}
 	s.Forget(id)
+	s.idx.forget(id)
 	s.idx.wake()
 	return nil
 }

@@ -161,11 +161,21 @@ type indexer struct {
 	prefer   map[string]int   // threads searches are waiting for, indexed first
 	ahead    map[string]int64 // thread → rowid through which it was indexed ahead of mark
 	behind   map[string]int64 // thread → its part of pending (threads with none are absent)
+	// newest holds, for threads searched since the store opened, the rowid of the thread's
+	// newest artifact the index must hold (waitIndexed reads relay.db for the others);
+	// puts counts the puts recorded, so a read that raced one is not kept. This daemon is
+	// relay.db's only writer, as its other caches assume.
+	newest map[string]int64
+	puts   uint64
 }
+
+// maxNewest bounds the threads newest remembers (cleared when full).
+const maxNewest = 4096
 
 func newIndexer() *indexer {
 	return &indexer{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		progress: make(chan struct{}), prefer: map[string]int{}, ahead: map[string]int64{}, behind: map[string]int64{}}
+		progress: make(chan struct{}), prefer: map[string]int{}, ahead: map[string]int64{}, behind: map[string]int64{},
+		newest: map[string]int64{}}
 }
 
 // added counts an artifact of n bytes a put of thread left to index.
@@ -174,6 +184,25 @@ func (x *indexer) added(thread string, n int64) {
 	x.waiting.Add(1)
 	x.mu.Lock()
 	x.behind[thread] += n
+	x.mu.Unlock()
+}
+
+// put records that an artifact of thread the index must hold was committed as rowid,
+// before the put is acknowledged.
+func (x *indexer) put(thread string, rowid int64) {
+	x.mu.Lock()
+	x.puts++
+	if r, ok := x.newest[thread]; ok && rowid > r {
+		x.newest[thread] = rowid
+	}
+	x.mu.Unlock()
+}
+
+// forget drops what newest holds for thread, whose artifacts changed other than by a put.
+func (x *indexer) forget(thread string) {
+	x.mu.Lock()
+	x.puts++
+	delete(x.newest, thread)
 	x.mu.Unlock()
 }
 
@@ -746,13 +775,11 @@ func (s *SQLite) indexBatch(ctx context.Context, thread string) (int, error) {
 // waitIndexed waits until every artifact of the thread committed before the call is in
 // the search index, or searchWait passed (then the search answers from the index as it is).
 func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
-	var need sql.NullInt64
-	// prepared: every search runs it, and parsing cost ~0.3 ms of a search's CPU
-	if err := s.readRow(ctx, `SELECT max(rowid) FROM artifacts WHERE thread_id = ? AND fts_rowid IS NULL AND rowid > ?`,
-		threadID, s.idx.mark.Load()).Scan(&need); err != nil {
+	need, err := s.newestIndexable(ctx, threadID)
+	if err != nil {
 		return fmt.Errorf("search: %w", err)
 	}
-	if !need.Valid {
+	if need <= s.idx.mark.Load() {
 		return nil
 	}
 	deadline := time.NewTimer(searchWait)
@@ -765,7 +792,7 @@ func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
 	}()
 	for {
 		ch := s.idx.progressed()
-		if s.idx.covers(threadID, need.Int64) {
+		if s.idx.covers(threadID, need) {
 			return nil
 		}
 		if !wanted {
@@ -781,6 +808,45 @@ func (s *SQLite) waitIndexed(ctx context.Context, threadID string) error {
 			return nil
 		}
 	}
+}
+
+// newestIndexable returns the rowid of thread's newest artifact the index must hold (0:
+// none), from memory once a search has read it: every search asks, twice with the cache
+// key, and the read cost a twelfth of an MCP search's daemon CPU (each search's writes
+// emptied the reader's page cache, so it read its pages from the file again).
+func (s *SQLite) newestIndexable(ctx context.Context, thread string) (int64, error) {
+	return s.idx.newestOr(thread, func() (int64, error) {
+		var need sql.NullInt64
+		// prepared: every search ran it, and parsing cost ~0.3 ms of a search's CPU
+		err := s.readRow(ctx, `SELECT max(rowid) FROM artifacts WHERE thread_id = ? AND fts_rowid IS NULL`, thread).Scan(&need)
+		return need.Int64, err
+	})
+}
+
+// newestOr returns newest's rowid for thread, or what read returns, kept for next time
+// only if no put was recorded during the read: the read may have missed it. (A put recorded
+// before the read began committed before it.)
+func (x *indexer) newestOr(thread string, read func() (int64, error)) (int64, error) {
+	x.mu.Lock()
+	r, ok := x.newest[thread]
+	puts := x.puts
+	x.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := read()
+	if err != nil {
+		return 0, err
+	}
+	x.mu.Lock()
+	if x.puts == puts {
+		if len(x.newest) >= maxNewest {
+			clear(x.newest)
+		}
+		x.newest[thread] = r
+	}
+	x.mu.Unlock()
+	return r, nil
 }
 
 // sqlIndexedContent selects the content the indexer tokenizes: none for a binary artifact.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -496,5 +497,63 @@ func TestMergeHold(t *testing.T) {
 	h.start(t0.Add(maxMergeDelay))
 	if h.over(t0.Add(maxMergeDelay + time.Second)) {
 		t.Fatal("a new hold counts from the old one")
+	}
+}
+
+// TestNewestIndexable: what a search must wait for is read from relay.db once, then kept
+// up to date by puts; a read that a put raced is not kept, and an import forgets the thread.
+func TestNewestIndexable(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	tid := newThread(t, st)
+	sqlNewest := func() int64 {
+		t.Helper()
+		var r sql.NullInt64
+		if err := st.r.QueryRow(`SELECT max(rowid) FROM artifacts WHERE thread_id = ? AND fts_rowid IS NULL`, tid).Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Int64
+	}
+	if got, err := st.newestIndexable(ctx, tid); err != nil || got != 0 {
+		t.Fatalf("empty thread: %d, %v", got, err)
+	}
+	for i := range 3 {
+		put(t, st, tid, fmt.Sprintf("n%d.md", i), "markdown", fmt.Sprintf("note %d", i))
+		got, err := st.newestIndexable(ctx, tid)
+		if want := sqlNewest(); err != nil || got != want || want == 0 {
+			t.Fatalf("after put %d: %d, %v; relay.db says %d", i, got, err, want)
+		}
+	}
+	// A search's own result is never indexed, so it is not waited for.
+	before, _ := st.newestIndexable(ctx, tid)
+	if _, err := st.PutArtifact(ctx, tid, memory.PutArtifactParams{Type: memory.TypeJSON, Content: []byte(`{"hits":[]}`), Capability: memory.SearchCapability}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.newestIndexable(ctx, tid); got != before {
+		t.Fatalf("a search result moved the newest indexable artifact from %d to %d", before, got)
+	}
+
+	// A put recorded while the read runs: the read's answer is used once, not kept.
+	x := st.idx
+	reads := 0
+	read := func() (int64, error) {
+		reads++
+		x.put("other", 1)
+		return 7, nil
+	}
+	if got, _ := x.newestOr("raced", read); got != 7 {
+		t.Fatalf("raced read answered %d", got)
+	}
+	if x.newestOr("raced", read); reads != 2 {
+		t.Fatalf("a raced read was kept (%d reads)", reads)
+	}
+	x.newestOr("quiet", func() (int64, error) { return 5, nil })
+	x.put("quiet", 9)
+	if got, _ := x.newestOr("quiet", read); got != 9 {
+		t.Fatalf("after a put of rowid 9: %d", got)
+	}
+	x.forget("quiet")
+	if got, _ := x.newestOr("quiet", func() (int64, error) { return 3, nil }); got != 3 {
+		t.Fatalf("after forget: %d, want a new read", got)
 	}
 }

@@ -966,9 +966,13 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 		}
 		// The event carries the ref as relay shows it (unique: it was just drawn so).
 		data := memory.StoredEventData(a)
-		_, err := s.exec(ctx, tx, sqlInsertArtifact,
+		res, err := s.exec(ctx, tx, sqlInsertArtifact,
 			a.Ref, id, a.Type, a.Mime, a.Name, a.Size, a.Hash, a.Preview.Text, a.Preview.LineCount, a.Preview.Truncated, a.Provenance.CreatedBy, a.Provenance.Capability, string(srcRefs), at.String(),
 			ftsRowidFor(a.Provenance.Capability))
+		if err != nil {
+			return nil, err
+		}
+		rowid, err := res.LastInsertId()
 		if err != nil {
 			return nil, err
 		}
@@ -992,6 +996,7 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 			s.mirror.event(ev)
 			s.broker.Notify(id)
 			if indexed {
+				s.idx.put(id, rowid)
 				s.idx.added(id, indexCost(a.Type, a.Size, a.Name))
 				s.idx.wake()
 			}
