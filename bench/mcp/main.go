@@ -226,6 +226,12 @@ func timeSearches(ctx context.Context, cs *sdk.ClientSession, n int, home, proje
 	if d, m := proc.CPU(daemonPID)-daemonCPU, proc.CPU(mcpPID)-mcpCPU; daemonCPU > 0 && mcpCPU > 0 {
 		// CPU per search compares builds on a busy machine, where wall-clock times do not
 		fmt.Printf("CPU per search: daemon %s, relay mcp %s\n", us(d/time.Duration(n)), us(m/time.Duration(n)))
+		if m > 0 {
+			// relay mcp does the same work for every search, so its CPU measures the machine's
+			// speed at the moment: where its code is the same in two builds, the ratio
+			// compares their daemons on a machine whose speed drifts between runs
+			fmt.Printf("daemon CPU / relay mcp CPU: %.2f\n", float64(d)/float64(m))
+		}
 	}
 	if reqs := daemonRequests(home) - before; reqs > 0 {
 		fmt.Printf("daemon requests per search: %.2f\n", float64(reqs)/float64(n))
