@@ -178,19 +178,13 @@ func newIndexer() *indexer {
 		newest: map[string]int64{}}
 }
 
-// added counts an artifact of n bytes a put of thread left to index.
-func (x *indexer) added(thread string, n int64) {
+// added counts an artifact of n bytes a put of thread left to index, committed as rowid;
+// a put calls it before it is acknowledged.
+func (x *indexer) added(thread string, rowid, n int64) {
 	x.pending.Add(n)
 	x.waiting.Add(1)
 	x.mu.Lock()
 	x.behind[thread] += n
-	x.mu.Unlock()
-}
-
-// put records that an artifact of thread the index must hold was committed as rowid,
-// before the put is acknowledged.
-func (x *indexer) put(thread string, rowid int64) {
-	x.mu.Lock()
 	x.puts++
 	if r, ok := x.newest[thread]; ok && rowid > r {
 		x.newest[thread] = rowid
@@ -198,7 +192,8 @@ func (x *indexer) put(thread string, rowid int64) {
 	x.mu.Unlock()
 }
 
-// forget drops what newest holds for thread, whose artifacts changed other than by a put.
+// forget drops what newest holds for thread, whose artifacts changed other than by a put
+// (an import).
 func (x *indexer) forget(thread string) {
 	x.mu.Lock()
 	x.puts++
@@ -388,18 +383,18 @@ func (s *SQLite) tryOpenSearchDB(path, storeID string) error {
 	}
 	s.idx.mark.Store(mark)
 	// What a previous run left unindexed, costed as the puts cost it (indexCost).
-	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, type, size, name FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark)
+	rows, err := s.r.QueryContext(ctx, `SELECT rowid, thread_id, type, size, name FROM artifacts WHERE rowid > ? AND fts_rowid IS NULL`, mark)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var thread, typ, name string
-		var size int64
-		if err := rows.Scan(&thread, &typ, &size, &name); err != nil {
+		var rowid, size int64
+		if err := rows.Scan(&rowid, &thread, &typ, &size, &name); err != nil {
 			rows.Close()
 			return err
 		}
-		s.idx.added(thread, indexCost(typ, size, name))
+		s.idx.added(thread, rowid, indexCost(typ, size, name))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -470,8 +465,9 @@ func (s *SQLite) runIndexer() {
 		select {
 		case <-x.kick:
 		case <-idle.C:
-			if wait := s.mergeWhileIdle(held.over(time.Now())); wait > 0 { // puts or patches are still coming
-				held.start(time.Now())
+			now := time.Now()
+			if wait := s.mergeWhileIdle(held.over(now)); wait > 0 { // puts or patches are still coming
+				held.start(now)
 				idle.Reset(wait)
 			} else {
 				held = mergeHold{}

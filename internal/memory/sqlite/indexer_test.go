@@ -77,7 +77,7 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 	if n, err := st.IndexPending(ctx); err != nil || n != 1 {
 		t.Fatalf("IndexPending with one put held = %d, %v; want 1", n, err)
 	}
-	st.idx.added(tid, maxThreadIndexLag)
+	st.idx.added(tid, 0, maxThreadIndexLag)
 	held(tid, "to a thread past its lag bound")
 	bounded, cancelBounded := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelBounded()
@@ -85,7 +85,7 @@ func TestIndexLagHoldsPuts(t *testing.T) {
 		t.Fatalf("put to a thread within its bound while another is past its own: %v, want it through at once", err)
 	}
 	// Past the bound of all threads together, every text put waits.
-	st.idx.added(other, maxIndexLag)
+	st.idx.added(other, 0, maxIndexLag)
 	held(other, "past the lag bound of all threads")
 	// A binary body is never tokenized: its put neither waits for the index nor adds its
 	// size to the lag, and its name is still found once the index catches up.
@@ -534,11 +534,11 @@ func TestNewestIndexable(t *testing.T) {
 	}
 
 	// A put recorded while the read runs: the read's answer is used once, not kept.
-	x := st.idx
+	x := newIndexer() // the cache alone, beside no store
 	reads := 0
 	read := func() (int64, error) {
 		reads++
-		x.put("other", 1)
+		x.added("other", 1, 0)
 		return 7, nil
 	}
 	if got, _ := x.newestOr("raced", read); got != 7 {
@@ -548,7 +548,7 @@ func TestNewestIndexable(t *testing.T) {
 		t.Fatalf("a raced read was kept (%d reads)", reads)
 	}
 	x.newestOr("quiet", func() (int64, error) { return 5, nil })
-	x.put("quiet", 9)
+	x.added("quiet", 9, 0)
 	if got, _ := x.newestOr("quiet", read); got != 9 {
 		t.Fatalf("after a put of rowid 9: %d", got)
 	}

@@ -131,15 +131,15 @@ var typeStems = sync.OnceValue(func() [][]byte {
 	return out
 })
 
-// isTypeWordGo is isTypeWord for a word ftstok stems as FTS5 does (ASCII letters and
-// digits): the index's query for each new word was a twentieth of an MCP search's CPU,
-// every search of a distinct word paying it. ok is false for any other word.
+// isTypeWordGo is isTypeWord for a query word (lower-cased by ftsquery) that ftstok stems
+// as FTS5 does (ASCII letters and digits): the type table's query for each new word was a
+// twentieth of the daemon's handler for an MCP search (perf), every search of a word not
+// asked before paying it. ok is false for any other word.
 func isTypeWordGo(w string, prefix bool) (yes, ok bool) {
-	lw := []byte(strings.ToLower(w))
-	if !ftstok.IsWord(string(lw)) {
+	if !ftstok.IsWord(w) {
 		return false, false
 	}
-	stem := ftstok.Stem(lw)
+	stem := ftstok.Stem([]byte(w))
 	for _, t := range typeStems() {
 		if bytes.Equal(t, stem) || prefix && bytes.HasPrefix(t, stem) {
 			return true, true

@@ -996,8 +996,7 @@ func (s *SQLite) storeArtifact(ctx context.Context, a memory.Artifact, enc int, 
 			s.mirror.event(ev)
 			s.broker.Notify(id)
 			if indexed {
-				s.idx.put(id, rowid)
-				s.idx.added(id, indexCost(a.Type, a.Size, a.Name))
+				s.idx.added(id, rowid, indexCost(a.Type, a.Size, a.Name))
 				s.idx.wake()
 			}
 		}, nil
