@@ -83,6 +83,33 @@ type CachedResult struct {
 	ResultSized bool
 }
 
+// CacheEntry reads a cache lookup whose rows are the entry joined with the artifacts its
+// ref names in its thread (a store's query returns at most two): scan reads one row into c
+// and the artifact's size, nil when the join found none. The entry's result is sized when
+// its ref names exactly one artifact; otherwise the caller resolves the ref. No row: nil.
+func CacheEntry(rows Rows, scan func(c *CachedResult, size **int64) error) (*CachedResult, error) {
+	var c *CachedResult
+	found := 0
+	for rows.Next() {
+		c = &CachedResult{}
+		var size *int64
+		if err := scan(c, &size); err != nil {
+			return nil, err
+		}
+		if size != nil {
+			found++
+			c.ResultSize = *size
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if c != nil {
+		c.ResultSized = found == 1
+	}
+	return c, nil
+}
+
 // CapabilityCall is one entry of a thread's capability call log.
 type CapabilityCall struct {
 	ThreadID     string          `json:"thread_id"`

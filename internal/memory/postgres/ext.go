@@ -24,26 +24,14 @@ func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (*memor
 		return nil, fmt.Errorf("read capability cache: %w", err)
 	}
 	defer rows.Close()
-	var c *memory.CachedResult
-	found := 0 // artifacts the entry's ref names: its size counts when it is one
-	for rows.Next() {
-		c = &memory.CachedResult{}
+	c, err := memory.CacheEntry(rows, func(c *memory.CachedResult, size **int64) error {
 		var prev []byte
-		var size *int64
-		if err := rows.Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &c.ExpiresAt, &size); err != nil {
-			return nil, fmt.Errorf("read capability cache: %w", err)
-		}
+		err := rows.Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &c.ExpiresAt, size)
 		c.Preview = prev
-		if size != nil {
-			found++
-			c.ResultSize = *size
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read capability cache: %w", err)
-	}
-	if c != nil {
-		c.ResultSized = found == 1
 	}
 	return c, nil
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -52,29 +51,13 @@ func (s *SQLite) CacheGet(ctx context.Context, key string, now time.Time) (*memo
 		return nil, err
 	}
 	defer rows.Close()
-	var c *memory.CachedResult
-	found := 0 // artifacts the entry's ref names: its size counts when it is one
-	for rows.Next() {
-		c = &memory.CachedResult{}
+	return memory.CacheEntry(rows, func(c *memory.CachedResult, size **int64) error {
 		var exp int64
 		var prev []byte
-		var size sql.NullInt64
-		if err := rows.Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp, &size); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&c.Capability, &c.ThreadID, &c.ArtifactRef, &prev, &exp, size)
 		c.Preview, c.ExpiresAt = prev, time.Unix(0, exp)
-		if size.Valid {
-			found++
-			c.ResultSize = size.Int64
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if c != nil {
-		c.ResultSized = found == 1
-	}
-	return c, nil
+		return err
+	})
 }
 
 // The bookkeeping every capability call writes (a search's above all), prepared once on
