@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package run
 
@@ -13,6 +13,6 @@ func killGroup(*exec.Cmd) {}
 
 func killGroupPID(int) {}
 
-// Detached is the SysProcAttr of a child that must outlive its parent: without sessions,
-// the default.
+// Detached is the SysProcAttr of a child that must outlive its parent: without sessions or
+// consoles, the default.
 func Detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
