@@ -173,3 +173,55 @@ func FuzzGoSnippet(f *testing.F) {
 		db.compare(t, id, body, query)
 	})
 }
+
+// BenchmarkGoSnippet cuts the snippet of a ~2 KB hit of real text (a slice of this
+// repository's Go and Markdown, as bench/memory stores them) for a one-word query and a
+// two-word phrase found in it: the part of a search's CPU spent per hit in Go.
+func BenchmarkGoSnippet(b *testing.B) {
+	text := realtext.ModuleText(b)
+	rng := rand.New(rand.NewPCG(5, 8))
+	type hit struct {
+		body    string
+		phrases []snippetPhrase
+	}
+	var one, phrase []hit
+	for len(one) < 64 {
+		off := rng.IntN(len(text) - 2000)
+		body := strings.ToValidUTF8(text[off:off+2000], "")
+		words := ftsquery.Words(body)
+		if len(words) < 8 {
+			continue
+		}
+		i := rng.IntN(len(words) - 1)
+		for _, q := range []struct {
+			to *[]hit
+			q  string
+		}{{&one, words[i]}, {&phrase, `"` + words[i] + " " + words[i+1] + `"`}} {
+			terms, err := ftsquery.Parse(q.q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ps, ok := goPhrases(terms); ok {
+				if _, ok := goSnippet(body, ps); ok { // text ftstok refuses goes to FTS5
+					*q.to = append(*q.to, hit{body, ps})
+				}
+			}
+		}
+	}
+	for _, k := range []struct {
+		name string
+		hits []hit
+	}{{"one", one}, {"phrase", phrase}} {
+		b.Run(k.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h := k.hits[i%len(k.hits)]
+				if s, _ := goSnippet(h.body, h.phrases); s == "" {
+					b.Fatal("no snippet")
+				}
+				i++
+			}
+		})
+	}
+}
