@@ -361,7 +361,7 @@ func (s *SQLite) indexedTexts(ctx context.Context, refs []string) ([]string, err
 	defer rows.Close()
 	for rows.Next() {
 		var ref, typ string
-		var content []byte
+		var content sql.RawBytes // searchText copies the text out before the next row
 		var enc int
 		if err := rows.Scan(&ref, &typ, &content, &enc); err != nil {
 			return nil, fmt.Errorf("search: read hits: %w", err)
