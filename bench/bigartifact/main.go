@@ -140,8 +140,11 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("relay migrate: %v: %s", err, out))
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	fmt.Printf("| relay migrate (its own process) | %s | %s |\n", time.Since(t0).Round(time.Millisecond), human(ru.Maxrss*1024))
+	peak := "n/a"
+	if n := maxRSS(cmd.ProcessState); n > 0 {
+		peak = human(n)
+	}
+	fmt.Printf("| relay migrate (its own process) | %s | %s |\n", time.Since(t0).Round(time.Millisecond), peak)
 }
 
 func storeURL(store, home string) string {

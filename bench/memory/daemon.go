@@ -139,10 +139,7 @@ func diskUsage(dir, sub string) (total, inSub int64) {
 		if err != nil {
 			return nil
 		}
-		n := fi.Size()
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n = st.Blocks * 512
-		}
+		n := allocated(fi)
 		total += n
 		if strings.HasPrefix(p, subDir+string(filepath.Separator)) {
 			inSub += n
@@ -177,7 +174,7 @@ func fsyncRate(dir string, dur time.Duration) (float64, error) {
 		if _, err := f.WriteAt(buf, int64(n%256)*4096); err != nil {
 			return 0, err
 		}
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+		if err := fdatasync(f); err != nil {
 			return 0, err
 		}
 		n++

@@ -203,6 +203,8 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 	if rate, err := fsyncRate(fsDir, 2*time.Second); err == nil {
 		r.set("fsync_per_s", rate)
 		fmt.Printf("disk fsync rate:   %.0f write+fdatasync/s on %s (the ceiling for one durable commit at a time)\n", rate, fsDir)
+	} else if errors.Is(err, errors.ErrUnsupported) {
+		fmt.Println("disk fsync rate:   n/a (fdatasync is Linux's)")
 	}
 	d, err := startDaemon(cfg, home)
 	if err != nil {

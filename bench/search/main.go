@@ -15,10 +15,10 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/relaydev/relay/internal/memory/sqlite"
+	"github.com/relaydev/relay/internal/testsupport"
 
 	"github.com/relaydev/relay/internal/memory"
 )
@@ -101,14 +101,6 @@ func pct(d []time.Duration, p float64) time.Duration {
 }
 
 var optimizeFirst bool
-
-// cpuTime is this process's user+system CPU time, to separate query cost from waiting for
-// a CPU on a loaded machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 func run(n, window, nq int, dir string, reuse bool) error {
 	ctx := context.Background()
@@ -212,7 +204,7 @@ func query(ctx context.Context, st *sqlite.SQLite, th memory.Thread, nq int) err
 	for _, k := range kinds {
 		var lat []time.Duration
 		hitsTotal := 0
-		cpu0 := cpuTime()
+		cpu0 := testsupport.CPUTime()
 		for range nq {
 			q := k.make()
 			t0 := time.Now()
@@ -223,7 +215,7 @@ func query(ctx context.Context, st *sqlite.SQLite, th memory.Thread, nq int) err
 			lat = append(lat, time.Since(t0))
 			hitsTotal += len(hits)
 		}
-		cpu := (cpuTime() - cpu0) / time.Duration(nq)
+		cpu := (testsupport.CPUTime() - cpu0) / time.Duration(nq)
 		all = append(all, lat...)
 		fmt.Printf("  %-18s p50 %8s  p99 %8s  max %8s  cpu/query %8s  (avg hits %.1f)\n", k.name, pct(lat, .5).Round(time.Microsecond), pct(lat, .99).Round(time.Microsecond), pct(lat, 1).Round(time.Microsecond), cpu.Round(time.Microsecond), float64(hitsTotal)/float64(nq))
 	}

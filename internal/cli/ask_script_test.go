@@ -210,7 +210,7 @@ func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
 		deadline := time.Now().Add(5 * time.Second)
 		for alive(pid) {
 			if time.Now().After(deadline) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				_ = signalPID(pid, syscall.SIGKILL)
 				ts.Fatalf("process %d is still running", pid)
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -261,20 +261,4 @@ func cmdFakeOllama(ts *testscript.TestScript, neg bool, args []string) {
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
-}
-
-// alive reports whether pid runs; a zombie (exited, not yet reaped by a
-// non-reaping PID 1 in a container) counts as gone.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) == syscall.ESRCH {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !os.IsNotExist(err)
-	}
-	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
-		return stat[i+2] != 'Z'
-	}
-	return true
 }

@@ -57,7 +57,7 @@ func init() {
 					return nil
 				}
 				if pid, _ := relayhome.LockHolder(home); pid == info.PID {
-					_ = syscall.Kill(info.PID, syscall.SIGTERM)
+					_ = signalPID(info.PID, syscall.SIGTERM)
 				}
 				return nil
 			})

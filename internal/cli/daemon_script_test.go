@@ -109,7 +109,7 @@ func cmdKillDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	home := ts.Getenv("RELAY_HOME")
 	info, err := relayhome.ReadInfo(home)
 	ts.Check(err)
-	ts.Check(syscall.Kill(info.PID, syscall.SIGKILL))
+	ts.Check(signalPID(info.PID, syscall.SIGKILL))
 	for i := 0; i < 500; i++ {
 		if pid, _ := relayhome.LockHolder(home); pid == 0 {
 			return

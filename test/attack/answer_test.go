@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -291,7 +290,7 @@ func TestAnswerInputBounds(t *testing.T) {
 	})
 	t.Run("fifo with no writer and Ctrl-C", func(t *testing.T) {
 		fifo := filepath.Join(s.Home, "answer.fifo")
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		if err := mkfifo(t, fifo, 0o600); err != nil {
 			t.Skip("no FIFOs here:", err)
 		}
 		cmd := exec.Command(relayBin, "apply", fifo)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -292,7 +291,7 @@ func TestFIFOsDoNotHang(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Mkfifo(p, 0o644); err != nil {
+		if err := mkfifo(t, p, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

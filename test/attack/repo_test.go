@@ -297,7 +297,7 @@ func TestRepoClonedHookGroupIsNotKilled(t *testing.T) {
 		t.Skip("needs /proc")
 	}
 	victim := exec.Command("sleep", "300")
-	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	victim.SysProcAttr = ownGroup(t)
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +524,7 @@ func TestRepoHookGrandchildDiesWithCrash(t *testing.T) {
 		t.Fatalf("want recovery:\n%s", r)
 	}
 	if alive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		killPID(pid)
 		t.Fatalf("the post-command's grandchild %d outlived recovery", pid)
 	}
 	SameTree(t, "project", before, Snapshot(t, s.Project, filepath.Join(s.Project, ".relaycode"), filepath.Join(s.Project, ".git"), filepath.Join(s.Project, "grand.log")))

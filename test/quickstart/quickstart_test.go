@@ -124,8 +124,7 @@ func runUntilWatching(t *testing.T, line, dir string, env []string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", line)
 	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	signal := ownGroup(t, cmd)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	pipe, err := cmd.StderrPipe()
@@ -142,7 +141,7 @@ func runUntilWatching(t *testing.T, line, dir string, env []string) string {
 		stderr.WriteString(sc.Text() + "\n")
 		if !watching && strings.HasPrefix(sc.Text(), "Watching the clipboard with wl-paste") {
 			watching = true
-			if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+			if err := signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/relaydev/relay/internal/apply/patch"
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // response200 builds a response touching n files: half whole-file writes of
@@ -120,14 +120,8 @@ func BenchmarkRun200FilesNoSync(b *testing.B) {
 // ns/op, which on a loaded machine mostly measures waiting for a core.
 type cpuClock struct{ start time.Duration }
 
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func startCPU() *cpuClock { return &cpuClock{start: cpuNow()} }
+func startCPU() *cpuClock { return &cpuClock{start: testsupport.CPUTime()} }
 
 func (c *cpuClock) report(b *testing.B) {
-	b.ReportMetric(float64((cpuNow()-c.start).Milliseconds())/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64((testsupport.CPUTime()-c.start).Milliseconds())/float64(b.N), "cpu-ms/op")
 }

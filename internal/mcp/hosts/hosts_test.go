@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -296,7 +295,7 @@ func TestProjectFilesRefuseLinksAndFIFOs(t *testing.T) {
 	if _, err := Install("gemini", Project, env, srv); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("linked project dir followed: %v", err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(proj, ".qwen"), 0o644); err != nil {
+	if err := mkfifo(t, filepath.Join(proj, ".qwen"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Install("qwen", Project, env, srv); err == nil {

@@ -6,8 +6,9 @@
 // Debian's postgresql package provides the binaries (under /usr/lib/postgresql/N/bin);
 // tests skip with a message when they are missing. initdb and postgres refuse to run as
 // root, so when the tests run as root the server runs as the postgres system user that the
-// package creates (uid switched by the kernel at exec, no sudo or runuser needed), and the
-// server is started with a parent-death signal so it cannot outlive a crashed test binary.
+// package creates (uid switched by the kernel at exec, no sudo or runuser needed), and, on
+// Linux, the server is started with a parent-death signal so it cannot outlive a crashed
+// test binary. The server needs unix: elsewhere tests skip as when PostgreSQL is missing.
 //
 // RELAY_TEST_POSTGRES=postgres://… uses an existing server instead (it must allow CREATE
 // DATABASE).
@@ -49,10 +50,13 @@ type Server struct {
 	exited chan struct{}
 	logf   string
 
-	bin     string              // directory of initdb, postgres and pg_ctl
-	cred    *syscall.Credential // who the server runs as (nil: this user)
-	durable bool                // synchronous_commit on (see Private)
+	bin     string  // directory of initdb, postgres and pg_ctl
+	cred    *osUser // who the server runs as (nil: this user)
+	durable bool    // synchronous_commit on (see Private)
 }
+
+// osUser is a system user by uid and gid.
+type osUser struct{ uid, gid int }
 
 var (
 	mu      sync.Mutex
@@ -83,6 +87,9 @@ func Stop() {
 // Bin returns the directory holding initdb and postgres (the newest supported version), or
 // an error saying how to install them.
 func Bin() (string, error) {
+	if err := unsupported(); err != nil {
+		return "", err
+	}
 	if p, err := exec.LookPath("pg_config"); err == nil {
 		if out, err := exec.Command(p, "--bindir").Output(); err == nil {
 			dir := strings.TrimSpace(string(out))
@@ -240,7 +247,7 @@ func start(binDir string, durable bool) (*Server, error) {
 		return nil, err
 	}
 	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		if err := os.Chown(dir, cred.uid, cred.gid); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -248,7 +255,7 @@ func start(binDir string, durable bool) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(binDir, "initdb"), "-D", data, "-U", "relay", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
 	initdb.Dir = dir
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.SysProcAttr = runAs(cred)
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, tail(out))
@@ -271,7 +278,7 @@ func (s *Server) run() error {
 		return err
 	}
 	if s.cred != nil {
-		logFile.Chown(int(s.cred.Uid), int(s.cred.Gid))
+		logFile.Chown(s.cred.uid, s.cred.gid)
 	}
 	// Tests kill relay daemons, not the machine, so durability to the disk is not under
 	// test here; fsync off keeps 2-core CI fast.
@@ -286,7 +293,7 @@ func (s *Server) run() error {
 		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
 	s.cmd.Dir = s.dir
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	s.cmd.SysProcAttr = serverProcAttr(s.cred)
 	exited := s.exited
 	if err := startLocked(s.cmd, func() { logFile.Close(); close(exited) }); err != nil {
 		logFile.Close()
@@ -311,7 +318,7 @@ func (s *Server) Stop(mode string) error {
 	}
 	ctl := exec.Command(filepath.Join(s.bin, "pg_ctl"), "stop", "-D", filepath.Join(s.dir, "data"), "-m", mode, "-w", "-t", "60")
 	ctl.Dir = s.dir
-	ctl.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	ctl.SysProcAttr = runAs(s.cred)
 	if out, err := ctl.CombinedOutput(); err != nil {
 		return fmt.Errorf("pg_ctl stop -m %s: %v: %s", mode, err, tail(out))
 	}
@@ -406,7 +413,7 @@ func startLocked(cmd *exec.Cmd, done func()) error {
 
 // credential is the postgres system user when running as root (initdb and postgres refuse
 // root), nil otherwise.
-func credential() (*syscall.Credential, error) {
+func credential() (*osUser, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -416,7 +423,7 @@ func credential() (*syscall.Credential, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return &osUser{uid: uid, gid: gid}, nil
 }
 
 func tail(b []byte) string {

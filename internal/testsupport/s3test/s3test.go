@@ -1,6 +1,6 @@
 // Package s3test runs a real S3-compatible server for tests: versitygw (Apache-2.0) serving
-// a temporary directory on a loopback port, one server per test, stopped by t.Cleanup and
-// killed with the test binary if that dies first.
+// a temporary directory on a loopback port, one server per test, stopped by t.Cleanup and,
+// on Linux, killed with the test binary if that dies first.
 //
 // The binary is found as $RELAY_VERSITYGW, then versitygw on PATH, then
 // .cache/versitygw/bin/versitygw in the repository, then relay/versitygw/bin/versitygw in
@@ -124,7 +124,8 @@ func start(dir, bin string) (*Server, func(), error) {
 	cmd := exec.Command(bin, "--port", addr, "posix", data)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	testsupport.KillWithParent(cmd.SysProcAttr)
 	exited := make(chan struct{})
 	started := make(chan error, 1)
 	go func() {
