@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/relaydev/relay/internal/atomicfile"
+	"github.com/relaydev/relay/internal/run"
 )
 
 // JobStore keeps `relay ask --background` jobs: one directory per job under
@@ -118,7 +119,7 @@ func (s *JobStore) status(j *Job) string {
 		return "done"
 	case j.Exit != nil:
 		return "failed"
-	case j.PID > 0 && alive(j.PID):
+	case run.Alive(j.PID):
 		return "running"
 	}
 	return "lost"

@@ -22,6 +22,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/relaydev/relay/internal/ask"
+	"github.com/relaydev/relay/internal/run"
 )
 
 // Fake friend CLIs for testdata/script/ask_*.txtar: testdata/fakefriend,
@@ -208,7 +209,7 @@ func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
 		pid, err := strconv.Atoi(f)
 		ts.Check(err)
 		deadline := time.Now().Add(5 * time.Second)
-		for alive(pid) {
+		for run.Alive(pid) {
 			if time.Now().After(deadline) {
 				_ = signalPID(pid, syscall.SIGKILL)
 				ts.Fatalf("process %d is still running", pid)

@@ -17,14 +17,3 @@ func signalPID(pid int, _ syscall.Signal) error {
 	}
 	return p.Kill()
 }
-
-// alive reports whether pid runs: on Windows finding a process opens it, which fails once
-// it is gone.
-func alive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	p.Release()
-	return true
-}

@@ -1,0 +1,20 @@
+//go:build !unix
+
+package run
+
+import "os"
+
+// Alive reports whether process pid exists: on Windows finding the process opens it, which
+// fails once it is gone; where finding cannot fail (plan9, js) a process that died shows as
+// running.
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	p.Release()
+	return true
+}
