@@ -196,7 +196,7 @@ func redactKeywords(s string) string {
 		if secretKey(key) {
 			v = "xxxxx"
 		}
-		if v == "" || strings.ContainsAny(v, " \t'\\") {
+		if v == "" || strings.ContainsAny(v, " \t\n\r'\\") { // unquoted, whitespace would end the value
 			v = "'" + strings.NewReplacer("\\", "\\\\", "'", "\\'").Replace(v) + "'"
 		}
 		out = append(out, key+"="+v)
