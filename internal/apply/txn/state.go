@@ -2,6 +2,7 @@ package txn
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
@@ -91,16 +93,84 @@ func writeFileSync(name string, data []byte) error {
 func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 func (s *State) marshal() ([]byte, error) {
+	doc, err := s.yamlNode()
+	if err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// yamlNode is the record as YAML, with every text that starts with white space (a space,
+// a tab, a line break) double-quoted: yaml.v3 writes such a text as a literal block that
+// it then cannot read ("found a tab character where an indentation space is expected", or
+// an indentation indicator it misplaces in a list), so the record of a change to such a
+// file could not be read back to revert it. Such texts go through yaml.v3 as placeholders,
+// which are then given back their text and quoted.
+func (s *State) yamlNode() (*yaml.Node, error) {
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, err
+	}
+	held := map[string]string{}
+	hold := func(v string) string {
+		// (not UTF-8, yaml.v3 writes it as !!binary, which reads back)
+		if v == "" || !strings.ContainsRune(" \t\r\n", rune(v[0])) || !utf8.ValidString(v) {
+			return v
+		}
+		k := fmt.Sprintf("\x00relay-%x-%d", nonce, len(held))
+		held[k] = v
+		return k
+	}
+	cp := *s
+	cp.GitCommitMsg, cp.PromptSummary = hold(s.GitCommitMsg), hold(s.PromptSummary)
+	if s.Reasoning != nil {
+		cp.Reasoning = make([]string, len(s.Reasoning))
+		for i, r := range s.Reasoning {
+			cp.Reasoning[i] = hold(r)
+		}
+	}
+	if s.Operations != nil {
+		cp.Operations = slices.Clone(s.Operations)
+		for i := range cp.Operations {
+			cp.Operations[i].Content = hold(cp.Operations[i].Content)
+		}
+	}
+	if s.Snapshot != nil {
+		cp.Snapshot = make(map[string]*string, len(s.Snapshot))
+		for p, c := range s.Snapshot {
+			if c != nil {
+				h := hold(*c)
+				c = &h
+			}
+			cp.Snapshot[p] = c
+		}
+	}
+	var doc yaml.Node
+	if err := doc.Encode(&cp); err != nil {
+		return nil, err
+	}
+	if len(held) > 0 {
+		restoreHeld(&doc, held)
+	}
+	return &doc, nil
+}
+
+func restoreHeld(n *yaml.Node, held map[string]string) {
+	if v, ok := held[n.Value]; ok && n.Kind == yaml.ScalarNode {
+		n.Value, n.Style = v, yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		restoreHeld(c, held)
+	}
 }
 
 // maxRecordBytes bounds a record read from .relaycode/: it holds whole-file

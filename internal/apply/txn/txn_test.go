@@ -531,8 +531,11 @@ func FuzzStateRoundTrip(f *testing.F) {
 	f.Add("crlf\r\nline\r\n")
 	f.Add("\x00\xff binary")
 	f.Add("  leading\n\tindent")
+	f.Add("\tall: build\n\tgo build\n") // a first line starting with a tab: yaml.v3 alone cannot read it back
 	f.Fuzz(func(t *testing.T, content string) {
-		st := &State{UUID: testUUID, Snapshot: map[string]*string{"f": &content}}
+		st := &State{UUID: testUUID, Snapshot: map[string]*string{"f": &content},
+			Operations: []patch.Operation{{Kind: patch.OpWrite, Path: "f", Content: content}},
+			Reasoning:  []string{content}, GitCommitMsg: content, PromptSummary: content}
 		b, err := st.marshal()
 		if err != nil {
 			t.Fatal(err)
@@ -543,6 +546,10 @@ func FuzzStateRoundTrip(f *testing.F) {
 		}
 		if got.Snapshot["f"] == nil || *got.Snapshot["f"] != content {
 			t.Fatalf("snapshot round trip changed %q", content)
+		}
+		if len(got.Operations) != 1 || got.Operations[0].Content != content || len(got.Reasoning) != 1 || got.Reasoning[0] != content ||
+			got.GitCommitMsg != content || got.PromptSummary != content {
+			t.Fatalf("round trip of %q changed the record's texts: %+v", content, got)
 		}
 	})
 }
