@@ -390,3 +390,33 @@ func blockedIn(pid int, fns ...string) bool {
 	}
 	return false
 }
+
+// TestAnswerLeadingWhitespaceRevertable: files that begin with a tab (a Makefile
+// fragment), with spaces or with a blank line were applied and recorded, but the record
+// could not be read back (yaml.v3 writes such text as a block it cannot parse): relay log
+// left the transaction out and relay revert could not undo it. Both must work, and the
+// revert must bring every byte back.
+func TestAnswerLeadingWhitespaceRevertable(t *testing.T) {
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
+	s.WriteFile("rules.mk", "\tgo build ./...\n\tgo vet ./...\n", 0o644)
+	s.WriteFile("indented.txt", "    four spaces\nthen none\n", 0o644)
+	s.WriteFile("blank.txt", "\nafter a blank line\n", 0o644)
+	s.Git("add", "-A")
+	s.Git("commit", "-qm", "base")
+	world := s.World()
+	r := s.Run(Answer(uuidN(870),
+		FileBlock("rules.mk", "\tgo build ./...\n\tgo test ./..."),
+		FileBlock("indented.txt", "    four spaces\nthen one more line"),
+		FileBlock("blank.txt", "\nafter a blank line, changed")), "apply", "-", "-y")
+	if r.Code != 0 {
+		t.Fatalf("want the answer applied:\n%s", r)
+	}
+	if r := s.Run("", "log"); r.Code != 0 || !strings.Contains(r.Stdout, uuidN(870)[:8]) {
+		t.Fatalf("want the transaction in relay log:\n%s", r)
+	}
+	if r := s.Run("", "revert", "-y"); r.Code != 0 {
+		t.Fatalf("revert failed:\n%s", r)
+	}
+	SameTree(t, "home and project after revert", world, s.World())
+}
