@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -66,6 +67,17 @@ func procStat(pid int) (procInfo, error) {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	return procInfo{pid: pid, state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, nil
+}
+
+// exited reports whether pid, which signal 0 still finds, has ended: a zombie, or gone
+// since the signal. Without a /proc to read, it cannot tell and says no.
+func exited(pid int) bool {
+	st, err := procStat(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		_, self := os.Stat("/proc/self/stat")
+		return self == nil
+	}
+	return err == nil && (st.state == 'Z' || st.state == 'X')
 }
 
 // members lists the live (not zombie) processes in group pgid.

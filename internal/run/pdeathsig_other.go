@@ -2,6 +2,8 @@
 
 package run
 
-import "os/exec"
+import "syscall"
 
-func setParentDeathSignal(*exec.Cmd) {}
+// KillWithParent does nothing where there is no parent-death signal: the child outlives a
+// parent that crashed.
+func KillWithParent(*syscall.SysProcAttr) {}

@@ -11,7 +11,7 @@ import (
 // everything it started, not just the direct child.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setParentDeathSignal(cmd)
+	KillWithParent(cmd.SysProcAttr)
 	cmd.Cancel = func() error {
 		killTree(cmd.Process.Pid) // the leader is not reaped yet: its tree can still be walked
 		return nil

@@ -7,7 +7,7 @@ package pgtest
 import (
 	"syscall"
 
-	"github.com/relaydev/relay/internal/testsupport"
+	"github.com/relaydev/relay/internal/run"
 )
 
 // unsupported is nil: the test server runs here.
@@ -27,6 +27,6 @@ func runAs(u *osUser) *syscall.SysProcAttr {
 func serverProcAttr(u *osUser) *syscall.SysProcAttr {
 	a := runAs(u)
 	a.Setpgid = true
-	testsupport.KillWithParent(a)
+	run.KillWithParent(a)
 	return a
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/relaydev/relay/internal/run"
 	"github.com/relaydev/relay/internal/testsupport"
 )
 
@@ -125,7 +126,7 @@ func start(dir, bin string) (*Server, func(), error) {
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	testsupport.KillWithParent(cmd.SysProcAttr)
+	run.KillWithParent(cmd.SysProcAttr)
 	exited := make(chan struct{})
 	started := make(chan error, 1)
 	go func() {
