@@ -75,9 +75,15 @@ type snippetScratch struct {
 
 var snippetScratches = sync.Pool{New: func() any { return new(snippetScratch) }}
 
-// maxScratchTokens bounds the token list a scratch keeps (a 100 KB hit's is cut in windows
-// elsewhere, so this only drops an outsized one).
-const maxScratchTokens = 1 << 14
+// maxScratch bounds each list a scratch keeps. A hit's text is at most wholeSnippetBytes,
+// so its tokens stay below it; its instances do not: a query of many words, each found at
+// most tokens, can make up to 64 times as many, and such a scratch is dropped.
+const maxScratch = wholeSnippetBytes
+
+// keep reports whether sc is small enough to keep for the next hit.
+func (sc *snippetScratch) keep() bool {
+	return cap(sc.toks) <= maxScratch && cap(sc.insts) <= maxScratch && cap(sc.sentences) <= maxScratch
+}
 
 // goSnippet returns what snippet(artifact_fts, 1, markOpen, markClose, '…', 16) returns for
 // a hit whose body is text, or false when ftstok cannot tokenize text as FTS5 does.
@@ -90,7 +96,7 @@ func goSnippet(text string, phrases []snippetPhrase) (string, bool) {
 	}
 	sc := snippetScratches.Get().(*snippetScratch)
 	defer func() {
-		if cap(sc.toks) <= maxScratchTokens {
+		if sc.keep() {
 			snippetScratches.Put(sc)
 		}
 	}()

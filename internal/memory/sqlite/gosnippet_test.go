@@ -185,7 +185,7 @@ func BenchmarkGoSnippet(b *testing.B) {
 		phrases []snippetPhrase
 	}
 	var one, phrase []hit
-	for len(one) < 64 {
+	for len(one) < 64 || len(phrase) < 64 {
 		off := rng.IntN(len(text) - 2000)
 		body := strings.ToValidUTF8(text[off:off+2000], "")
 		words := ftsquery.Words(body)
@@ -223,5 +223,23 @@ func BenchmarkGoSnippet(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestSnippetScratchKeep: a scratch is kept for the next hit only while every list it
+// holds is within maxScratch (a many-word query's instances can outgrow the tokens).
+func TestSnippetScratchKeep(t *testing.T) {
+	small := &snippetScratch{toks: make([]snippetToken, 0, 64), insts: make([]instance, 0, 64), sentences: make([]int, 0, 8)}
+	if !small.keep() {
+		t.Error("a small scratch was dropped")
+	}
+	for name, sc := range map[string]*snippetScratch{
+		"tokens":    {toks: make([]snippetToken, 0, maxScratch+1)},
+		"instances": {insts: make([]instance, 0, maxScratch+1)},
+		"sentences": {sentences: make([]int, 0, maxScratch+1)},
+	} {
+		if sc.keep() {
+			t.Errorf("a scratch with outsized %s was kept", name)
+		}
 	}
 }
