@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,7 +110,7 @@ func (s *State) marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// yamlNode is the record as YAML, with every text that starts with white space (a space,
+// yamlNode is the record as YAML, with every text (any string in it) that starts with white space (a space,
 // a tab, a line break) double-quoted: yaml.v3 writes such a text as a literal block that
 // it then cannot read ("found a tab character where an indentation space is expected", or
 // an indentation indicator it misplaces in a list), so the record of a change to such a
@@ -130,30 +131,7 @@ func (s *State) yamlNode() (*yaml.Node, error) {
 		held[k] = v
 		return k
 	}
-	cp := *s
-	cp.GitCommitMsg, cp.PromptSummary = hold(s.GitCommitMsg), hold(s.PromptSummary)
-	if s.Reasoning != nil {
-		cp.Reasoning = make([]string, len(s.Reasoning))
-		for i, r := range s.Reasoning {
-			cp.Reasoning[i] = hold(r)
-		}
-	}
-	if s.Operations != nil {
-		cp.Operations = slices.Clone(s.Operations)
-		for i := range cp.Operations {
-			cp.Operations[i].Content = hold(cp.Operations[i].Content)
-		}
-	}
-	if s.Snapshot != nil {
-		cp.Snapshot = make(map[string]*string, len(s.Snapshot))
-		for p, c := range s.Snapshot {
-			if c != nil {
-				h := hold(*c)
-				c = &h
-			}
-			cp.Snapshot[p] = c
-		}
-	}
+	cp := holdTexts(reflect.ValueOf(*s), hold).Interface().(State)
 	var doc yaml.Node
 	if err := doc.Encode(&cp); err != nil {
 		return nil, err
@@ -162,6 +140,51 @@ func (s *State) yamlNode() (*yaml.Node, error) {
 		restoreHeld(&doc, held)
 	}
 	return &doc, nil
+}
+
+// holdTexts returns a copy of v with every string in it replaced by hold's answer: every
+// field, element, map key and value, so a text field added to the record later is covered.
+func holdTexts(v reflect.Value, hold func(string) string) reflect.Value {
+	switch v.Kind() {
+	case reflect.String:
+		if h := hold(v.String()); h != v.String() {
+			n := reflect.New(v.Type()).Elem()
+			n.SetString(h)
+			return n
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			n := reflect.New(v.Type().Elem())
+			n.Elem().Set(holdTexts(v.Elem(), hold))
+			return n
+		}
+	case reflect.Slice:
+		if !v.IsNil() {
+			n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+			for i := range v.Len() {
+				n.Index(i).Set(holdTexts(v.Index(i), hold))
+			}
+			return n
+		}
+	case reflect.Map:
+		if !v.IsNil() {
+			n := reflect.MakeMapWithSize(v.Type(), v.Len())
+			for it := v.MapRange(); it.Next(); {
+				n.SetMapIndex(holdTexts(it.Key(), hold), holdTexts(it.Value(), hold))
+			}
+			return n
+		}
+	case reflect.Struct:
+		n := reflect.New(v.Type()).Elem()
+		n.Set(v) // unexported fields (a time's) as they are
+		for i := range n.NumField() {
+			if f := n.Field(i); f.CanSet() {
+				f.Set(holdTexts(f, hold))
+			}
+		}
+		return n
+	}
+	return v
 }
 
 func restoreHeld(n *yaml.Node, held map[string]string) {
