@@ -23,6 +23,7 @@ import (
 
 	"github.com/relaydev/relay/internal/ask"
 	"github.com/relaydev/relay/internal/run"
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // Fake friend CLIs for testdata/script/ask_*.txtar: testdata/fakefriend,
@@ -211,7 +212,7 @@ func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
 		deadline := time.Now().Add(5 * time.Second)
 		for run.Alive(pid) {
 			if time.Now().After(deadline) {
-				_ = signalPID(pid, syscall.SIGKILL)
+				_ = testsupport.Signal(pid, syscall.SIGKILL)
 				ts.Fatalf("process %d is still running", pid)
 			}
 			time.Sleep(20 * time.Millisecond)

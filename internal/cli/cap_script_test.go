@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relaydev/relay/internal/relayhome"
+	"github.com/relaydev/relay/internal/testsupport"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -57,7 +58,7 @@ func init() {
 					return nil
 				}
 				if pid, _ := relayhome.LockHolder(home); pid == info.PID {
-					_ = signalPID(info.PID, syscall.SIGTERM)
+					_ = testsupport.Signal(info.PID, syscall.SIGTERM)
 				}
 				return nil
 			})

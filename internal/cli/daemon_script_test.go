@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/relaydev/relay/internal/memory/client"
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 func init() {
@@ -109,7 +110,7 @@ func cmdKillDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	home := ts.Getenv("RELAY_HOME")
 	info, err := relayhome.ReadInfo(home)
 	ts.Check(err)
-	ts.Check(signalPID(info.PID, syscall.SIGKILL))
+	ts.Check(testsupport.Signal(info.PID, syscall.SIGKILL))
 	for i := 0; i < 500; i++ {
 		if pid, _ := relayhome.LockHolder(home); pid == 0 {
 			return

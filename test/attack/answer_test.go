@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // A hostile answer: paths an LLM (or whoever wrote the text on the
@@ -290,7 +292,7 @@ func TestAnswerInputBounds(t *testing.T) {
 	})
 	t.Run("fifo with no writer and Ctrl-C", func(t *testing.T) {
 		fifo := filepath.Join(s.Home, "answer.fifo")
-		if err := mkfifo(t, fifo, 0o600); err != nil {
+		if err := testsupport.Mkfifo(t, fifo, 0o600); err != nil {
 			t.Skip("no FIFOs here:", err)
 		}
 		cmd := exec.Command(relayBin, "apply", fifo)

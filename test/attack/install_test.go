@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // A hostile repository as `relay install` sees it: host settings files a
@@ -291,7 +293,7 @@ func TestFIFOsDoNotHang(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := mkfifo(t, p, 0o644); err != nil {
+		if err := testsupport.Mkfifo(t, p, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

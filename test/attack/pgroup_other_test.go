@@ -5,7 +5,6 @@
 package attack
 
 import (
-	"os"
 	"syscall"
 	"testing"
 )
@@ -15,11 +14,4 @@ func ownGroup(t *testing.T) *syscall.SysProcAttr {
 	t.Helper()
 	t.Skip("needs process groups (unix)")
 	return nil
-}
-
-// killPID kills process pid.
-func killPID(pid int) {
-	if p, err := os.FindProcess(pid); err == nil {
-		_ = p.Kill()
-	}
 }

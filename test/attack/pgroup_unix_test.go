@@ -11,6 +11,3 @@ import (
 
 // ownGroup is the SysProcAttr of a child in a process group of its own.
 func ownGroup(*testing.T) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
-
-// killPID sends SIGKILL to process pid.
-func killPID(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 // A hostile repository: everything a clone can carry. Transaction records in
@@ -524,7 +526,7 @@ func TestRepoHookGrandchildDiesWithCrash(t *testing.T) {
 		t.Fatalf("want recovery:\n%s", r)
 	}
 	if alive(pid) {
-		killPID(pid)
+		_ = testsupport.Signal(pid, syscall.SIGKILL)
 		t.Fatalf("the post-command's grandchild %d outlived recovery", pid)
 	}
 	SameTree(t, "project", before, Snapshot(t, s.Project, filepath.Join(s.Project, ".relaycode"), filepath.Join(s.Project, ".git"), filepath.Join(s.Project, "grand.log")))

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/relaydev/relay/internal/testsupport"
 )
 
 var srv = Server{Command: "/usr/local/bin/relay", Args: []string{"mcp"}}
@@ -295,7 +297,7 @@ func TestProjectFilesRefuseLinksAndFIFOs(t *testing.T) {
 	if _, err := Install("gemini", Project, env, srv); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("linked project dir followed: %v", err)
 	}
-	if err := mkfifo(t, filepath.Join(proj, ".qwen"), 0o644); err != nil {
+	if err := testsupport.Mkfifo(t, filepath.Join(proj, ".qwen"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Install("qwen", Project, env, srv); err == nil {
