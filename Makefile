@@ -47,8 +47,9 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 	@# the binary builds where users run it, not only on Linux (a unix-only syscall broke Windows once),
-	@# and the tests and benchmarks compile there too, so `go test ./...` runs on a Mac or on Windows
-	@for t in windows/amd64 darwin/arm64; do echo "cross-build ./cmd/relay and vet ./... for $$t"; \
+	@# and the tests and benchmarks compile there too, so `go test ./...` runs on a Mac or on Windows;
+	@# linux/386 because int is 32 bits there (a 5 GiB limit once overflowed it)
+	@for t in windows/amd64 darwin/arm64 linux/386; do echo "cross-build ./cmd/relay and vet ./... for $$t"; \
 	  GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/relay || exit 1; \
 	  GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) vet ./... || exit 1; done
 

@@ -341,8 +341,9 @@ const (
 	// MaxBucketArtifactSize bounds an artifact whose body goes to a bucket (--artifacts):
 	// it streams through the daemon and is never whole in its memory, so only the time an
 	// upload takes and the bucket's own limits matter.
-	MaxBucketArtifactSize = 5 << 30
-	PreviewBytes          = 2048
+	// Typed: 5 GiB overflows int on 32-bit platforms.
+	MaxBucketArtifactSize int64 = 5 << 30
+	PreviewBytes                = 2048
 )
 
 // StateRef formats a version as a state_ref ("v7").
