@@ -94,14 +94,14 @@ func writeFileSync(name string, data []byte) error {
 func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 func (s *State) marshal() ([]byte, error) {
-	doc, err := s.yamlNode()
+	v, err := s.yamlValue()
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(doc); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {
@@ -110,13 +110,15 @@ func (s *State) marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// yamlNode is the record as YAML, with every text (any string in it) that starts with white space (a space,
-// a tab, a line break) double-quoted: yaml.v3 writes such a text as a literal block that
-// it then cannot read ("found a tab character where an indentation space is expected", or
-// an indentation indicator it misplaces in a list), so the record of a change to such a
-// file could not be read back to revert it. Such texts go through yaml.v3 as placeholders,
-// which are then given back their text and quoted.
-func (s *State) yamlNode() (*yaml.Node, error) {
+// yamlValue is what marshal encodes: the record itself or, when a text in it (any string)
+// starts with white space (a space, a tab, a line break), a YAML tree of it where every
+// such text is double-quoted. yaml.v3 writes such a text as a literal block that it then
+// cannot read ("found a tab character where an indentation space is expected", or an
+// indentation indicator it misplaces in a list), so the record of a change to such a file
+// could not be read back to revert it. Such texts go through yaml.v3 as placeholders, which
+// are then given back their text and quoted. Building the tree costs yaml.v3 an encode and
+// a parse more, so records without such a text (most) are encoded as they are.
+func (s *State) yamlValue() (any, error) {
 	var nonce [8]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return nil, err
@@ -132,13 +134,14 @@ func (s *State) yamlNode() (*yaml.Node, error) {
 		return k
 	}
 	cp := holdTexts(reflect.ValueOf(*s), hold).Interface().(State)
+	if len(held) == 0 {
+		return s, nil
+	}
 	var doc yaml.Node
 	if err := doc.Encode(&cp); err != nil {
 		return nil, err
 	}
-	if len(held) > 0 {
-		restoreHeld(&doc, held)
-	}
+	restoreHeld(&doc, held)
 	return &doc, nil
 }
 
