@@ -24,6 +24,11 @@ func killGroup(cmd *exec.Cmd) {
 	}
 }
 
+// enterGroup and leaveGroup have work only on Windows, where the group is a job object.
+func enterGroup(*exec.Cmd) error { return nil }
+
+func leaveGroup(*exec.Cmd) {}
+
 func killGroupPID(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 
 // Detached is the SysProcAttr of a child that must outlive its parent and its terminal

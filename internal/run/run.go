@@ -193,9 +193,16 @@ func (c *Cmd) run(tail *tailBuffer) error {
 	}
 	cmd.WaitDelay = waitDelay
 	setProcessGroup(cmd)
+	defer leaveGroup(cmd)
 
 	start := time.Now()
 	err := cmd.Start()
+	if err == nil {
+		if gerr := enterGroup(cmd); gerr != nil {
+			_ = cmd.Wait()
+			return fmt.Errorf("run %s: %w", c.Name, gerr)
+		}
+	}
 	if err == nil && gate != nil {
 		c.extra[0].Close()
 		g, ierr := identify(cmd.Process.Pid)
