@@ -81,7 +81,7 @@ func main() {
 	flag.IntVar(&cfg.big, "big", 1000, "100 KB artifact puts per connection count")
 	flag.IntVar(&cfg.small, "small", 10000, "2 KB artifacts loaded into the search thread")
 	flag.IntVar(&cfg.sustainBig, "sustain-big", 1000, "100 KB artifacts put right after the 2 KB load (sustained ingestion), into a thread of their own")
-	flag.DurationVar(&cfg.quiet, "quiet", 10*time.Second, "after the load, read the daemon's RSS again once it has had no request for this long (0: don't)")
+	flag.DurationVar(&cfg.quiet, "quiet", 10*time.Second, "read the daemon's RSS again once it has had no request for this long, after it starts and after the load (0: don't)")
 	flag.IntVar(&cfg.docs, "docs", 0, "then grow the search thread to this many artifacts (e.g. 100000) and search again")
 	flag.IntVar(&cfg.queries, "queries", 200, "search queries per kind (0: no searches, e.g. for a daemon that limits calls per thread)")
 	flag.StringVar(&conns, "conns", "1,8", "connection counts for the put tests")
@@ -217,6 +217,15 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 	if cur, _ := d.rss(); cur > 0 {
 		r.set("rss_idle_mb", cur/1024)
 		fmt.Printf("daemon RSS idle:   %.1f MB (pid %d)\n", cur/1024, d.pid)
+		// and once it has sat idle, as a daemon a user started and left does (relay gives
+		// back memory and code pages after 5 s without a request)
+		if cfg.quiet > 0 {
+			time.Sleep(cfg.quiet)
+			if cur, _ := d.rss(); cur > 0 {
+				r.set("rss_idle_quiet_mb", cur/1024)
+				fmt.Printf("daemon RSS idle:   %.1f MB after %v with no request\n", cur/1024, cfg.quiet)
+			}
+		}
 	}
 
 	if cfg.phase("patches") {
