@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/relaydev/relay/internal/apply/txn"
 	"github.com/relaydev/relay/internal/testsupport"
 )
 
@@ -416,6 +419,79 @@ func TestAnswerLeadingWhitespaceRevertable(t *testing.T) {
 	}
 	if r := s.Run("", "log"); r.Code != 0 || !strings.Contains(r.Stdout, uuidN(870)[:8]) {
 		t.Fatalf("want the transaction in relay log:\n%s", r)
+	}
+	if r := s.Run("", "revert", "-y"); r.Code != 0 {
+		t.Fatalf("revert failed:\n%s", r)
+	}
+	SameTree(t, "home and project after revert", world, s.World())
+}
+
+// TestLegacyTabRecordRevertable: a record written by a relay from before texts starting
+// with white space were quoted holds a Makefile's tab-first text as a literal block
+// yaml.v3 cannot parse. relay log must list that transaction and relay revert undo it,
+// byte for byte (before the mend, log left it out and revert found nothing to undo).
+func TestLegacyTabRecordRevertable(t *testing.T) {
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
+	s.WriteFile("rules.mk", "\tgo build ./...\n\tgo vet ./...\n", 0o644)
+	s.Git("add", "-A")
+	s.Git("commit", "-qm", "base")
+	world := s.World()
+	id := uuidN(871)
+	if r := s.Run(Answer(id, FileBlock("rules.mk", "\tgo build ./...\n\tgo test ./...")), "apply", "-", "-y"); r.Code != 0 {
+		t.Fatalf("want the answer applied:\n%s", r)
+	}
+	// Rewrite the record as the older relay wrote it: the quoted texts as literal blocks,
+	// sealed with this machine's key as relay seals what it writes.
+	rec := filepath.Join(s.Project, ".relaycode", id+".yml")
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := txn.ReadRecordKey(s.Relay)
+	if err != nil || key == nil {
+		t.Fatalf("the record key: %v", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	body := doc.Content[0]
+	for i := 0; i+1 < len(body.Content); i += 2 {
+		if body.Content[i].Value == "seal" { // the seal of the record as it is now
+			body.Content = append(body.Content[:i], body.Content[i+2:]...)
+			break
+		}
+	}
+	unquoted := 0
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode && n.Style == yaml.DoubleQuotedStyle && strings.HasPrefix(n.Value, "\t") && strings.Contains(n.Value, "\n") {
+			n.Style = yaml.LiteralStyle
+			unquoted++
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(&doc)
+	var out strings.Builder
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if unquoted == 0 || yaml.Unmarshal([]byte(out.String()), new(any)) == nil {
+		t.Fatalf("want a record yaml.v3 cannot read (%d texts unquoted):\n%s", unquoted, out.String())
+	}
+	if err := os.WriteFile(rec, txn.SealRecord(key, []byte(out.String())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Run("", "log"); r.Code != 0 || !strings.Contains(r.Stdout, id[:8]) {
+		t.Fatalf("want the older record's transaction in relay log:\n%s", r)
 	}
 	if r := s.Run("", "revert", "-y"); r.Code != 0 {
 		t.Fatalf("revert failed:\n%s", r)

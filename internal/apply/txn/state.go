@@ -256,14 +256,18 @@ func readRecordFile(name string) ([]byte, error) {
 }
 
 func unmarshalState(b []byte) (*State, error) {
-	var s State
-	if err := yaml.Unmarshal(b, &s); err != nil {
-		return nil, err
+	s := &State{}
+	if err := yaml.Unmarshal(b, s); err != nil {
+		legacy, lerr := unmarshalLegacy(b)
+		if lerr != nil {
+			return nil, err
+		}
+		s = legacy
 	}
 	if s.UUID == "" {
 		return nil, errors.New("no uuid in the record")
 	}
-	return &s, nil
+	return s, nil
 }
 
 // validate checks a record read from disk as strictly as an LLM answer: its
