@@ -52,11 +52,7 @@ func TestAnswerPathEscapes(t *testing.T) {
 	}
 	for i, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			s := newSandbox(t)
-			s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
-			s.WriteFile("README.md", "readme\n", 0o644)
-			s.Git("add", "-A")
-			s.Git("commit", "-qm", "base")
+			s := newCommittedProject(t, map[string]string{"README.md": "readme\n"})
 			home := s.World()
 			ans := Answer(uuidN(100+i), FileBlock(a.path, "pwned"))
 			r := s.Run(ans, "apply", "-", "-y")
@@ -236,14 +232,7 @@ func TestAnswerCodexMoveReplaces(t *testing.T) {
 // dir/c.txt for a rename to land on.
 func renameSandbox(t *testing.T) *sandbox {
 	t.Helper()
-	s := newSandbox(t)
-	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
-	s.WriteFile("a.txt", "a\n", 0o644)
-	s.WriteFile("b.txt", "b\n", 0o644)
-	s.WriteFile("README.md", "readme\n", 0o644)
-	s.WriteFile("dir/c.txt", "c\n", 0o644)
-	s.Git("add", "-A")
-	s.Git("commit", "-qm", "base")
+	s := newCommittedProject(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n", "README.md": "readme\n", "dir/c.txt": "c\n"})
 	return s
 }
 
@@ -402,13 +391,8 @@ func blockedIn(pid int, fns ...string) bool {
 // left the transaction out and relay revert could not undo it. Both must work, and the
 // revert must bring every byte back.
 func TestAnswerLeadingWhitespaceRevertable(t *testing.T) {
-	s := newSandbox(t)
-	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
-	s.WriteFile("rules.mk", "\tgo build ./...\n\tgo vet ./...\n", 0o644)
-	s.WriteFile("indented.txt", "    four spaces\nthen none\n", 0o644)
-	s.WriteFile("blank.txt", "\nafter a blank line\n", 0o644)
-	s.Git("add", "-A")
-	s.Git("commit", "-qm", "base")
+	s := newCommittedProject(t, map[string]string{"rules.mk": "\tgo build ./...\n\tgo vet ./...\n",
+		"indented.txt": "    four spaces\nthen none\n", "blank.txt": "\nafter a blank line\n"})
 	world := s.World()
 	r := s.Run(Answer(uuidN(870),
 		FileBlock("rules.mk", "\tgo build ./...\n\tgo test ./..."),
@@ -426,16 +410,26 @@ func TestAnswerLeadingWhitespaceRevertable(t *testing.T) {
 	SameTree(t, "home and project after revert", world, s.World())
 }
 
+// newCommittedProject is a sandbox whose project holds relay's plain config and files
+// (mode 0644), all committed as "base".
+func newCommittedProject(t *testing.T, files map[string]string) *sandbox {
+	t.Helper()
+	s := newSandbox(t)
+	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
+	for name, content := range files {
+		s.WriteFile(name, content, 0o644)
+	}
+	s.Git("add", "-A")
+	s.Git("commit", "-qm", "base")
+	return s
+}
+
 // TestLegacyTabRecordRevertable: a record written by a relay from before texts starting
 // with white space were quoted holds a Makefile's tab-first text as a literal block
 // yaml.v3 cannot parse. relay log must list that transaction and relay revert undo it,
 // byte for byte (before the mend, log left it out and revert found nothing to undo).
 func TestLegacyTabRecordRevertable(t *testing.T) {
-	s := newSandbox(t)
-	s.WriteFile("relaycode.config.json", `{"projectId":"attack","core":{"enableNotifications":false}}`, 0o644)
-	s.WriteFile("rules.mk", "\tgo build ./...\n\tgo vet ./...\n", 0o644)
-	s.Git("add", "-A")
-	s.Git("commit", "-qm", "base")
+	s := newCommittedProject(t, map[string]string{"rules.mk": "\tgo build ./...\n\tgo vet ./...\n"})
 	world := s.World()
 	id := uuidN(871)
 	if r := s.Run(Answer(id, FileBlock("rules.mk", "\tgo build ./...\n\tgo test ./...")), "apply", "-", "-y"); r.Code != 0 {
