@@ -1,6 +1,4 @@
-//go:build !linux
-
-// Split by platform: a pty opened through /dev/ptmx and /dev/pts is Linux's (pty_linux_test.go).
+//go:build !linux && !darwin
 
 package attack
 
@@ -9,9 +7,9 @@ import (
 	"testing"
 )
 
-// openPTY skips t: the tests open a pseudo-terminal only on Linux.
+// openPTY skips t: the tests open pseudo-terminals on Linux and macOS (pty_unix_test.go).
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
-	t.Skip("needs a pseudo-terminal (opened the Linux way: /dev/ptmx)")
+	t.Skip("needs a pseudo-terminal (opened on Linux and macOS)")
 	return nil, nil
 }
