@@ -44,7 +44,7 @@ func TestChildDiesWithRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; {
+	for deadline := time.Now().Add(5 * time.Second); Alive(pid); {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("child %d outlived its killed parent", pid)

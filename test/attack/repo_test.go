@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaydev/relay/internal/run"
 	"github.com/relaydev/relay/internal/testsupport"
 )
 
@@ -518,14 +519,14 @@ func TestRepoHookGrandchildDiesWithCrash(t *testing.T) {
 	}
 	var pid int
 	fmt.Sscan(string(b), &pid)
-	if !alive(pid) {
+	if !run.Alive(pid) {
 		t.Fatalf("the grandchild %d was already gone before recovery; the test proves nothing", pid)
 	}
 	r := s.Run("", "log")
 	if !strings.Contains(r.Stderr, "Recovered interrupted transaction "+uuidN(500)) {
 		t.Fatalf("want recovery:\n%s", r)
 	}
-	if alive(pid) {
+	if run.Alive(pid) {
 		_ = testsupport.Signal(pid, syscall.SIGKILL)
 		t.Fatalf("the post-command's grandchild %d outlived recovery", pid)
 	}
@@ -551,17 +552,6 @@ func waitFile(t *testing.T, name string, cmd *exec.Cmd) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling for a condition, not timing
 	}
-}
-
-// alive: the process exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // TestRepoInitLinks: relay init in a fresh clone writes .relaycode/ and

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relaydev/relay/internal/run"
 )
 
 // writeFake puts an executable shell script named name in a new directory.
@@ -85,8 +87,8 @@ sleep 300
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if err := syscall.Kill(pid, 0); err == syscall.ESRCH || zombie(pid) {
-			return // gone (a zombie has exited; only a container's PID 1 has not reaped it)
+		if !run.Alive(pid) {
+			return // gone (run.Alive counts an unreaped zombie as gone)
 		}
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -102,15 +104,6 @@ func TestProcessExitCodeAndStreams(t *testing.T) {
 	if err != nil || out.ExitCode != 5 || string(out.Stdout) != "out\n" || string(out.Stderr) != "err\n" {
 		t.Fatalf("out = %+v, %v", out, err)
 	}
-}
-
-func zombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 func TestProcessOutputCaps(t *testing.T) {
@@ -248,7 +241,7 @@ sleep 300
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
 	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+	for run.Alive(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("grandchild %d outlived the run", pid)
