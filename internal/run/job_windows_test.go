@@ -17,11 +17,13 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// The helper process: as "parent" it starts a "child" copy of this test binary (plainly,
-// with os/exec, as a shim starts node), prints the child's pid, then sleeps or exits as
-// RELAY_RUN_JOB_PARENT says; the child sleeps.
+// TestJobHelperProcess is not a test: as "parent" it starts a "child" copy of this test
+// binary (plainly, with os/exec, as a shim starts node), prints the child's pid, then sleeps
+// or exits as RELAY_RUN_JOB_PARENT says; the child sleeps.
 func TestJobHelperProcess(t *testing.T) {
 	switch os.Getenv("RELAY_RUN_JOB_HELPER") {
+	case "":
+		t.Skip("helper process only")
 	case "parent":
 		c := exec.Command(os.Args[0], "-test.run=^TestJobHelperProcess$")
 		c.Env = append(os.Environ(), "RELAY_RUN_JOB_HELPER=child")
@@ -78,10 +80,7 @@ func exitedWithin(t *testing.T, pid int, d time.Duration) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev == uint32(windows.WAIT_TIMEOUT) {
-		return false
-	}
-	return true
+	return ev != uint32(windows.WAIT_TIMEOUT)
 }
 
 func killPID(pid int) {

@@ -36,10 +36,8 @@ func setProcessGroup(cmd *exec.Cmd) {
 	attr.CreationFlags |= windows.CREATE_SUSPENDED
 	jobs.Store(cmd, job)
 	cmd.Cancel = func() error {
-		if job, ok := jobs.Load(cmd); ok {
-			return windows.TerminateJobObject(job.(windows.Handle), 1)
-		}
-		return cmd.Process.Kill()
+		killGroup(cmd)
+		return nil
 	}
 }
 
@@ -129,6 +127,7 @@ func resume(pid uint32) error {
 	return nil
 }
 
+// killGroup ends the command's job, or the command alone when it runs without one.
 func killGroup(cmd *exec.Cmd) {
 	if job, ok := jobs.Load(cmd); ok {
 		_ = windows.TerminateJobObject(job.(windows.Handle), 1)
