@@ -1,4 +1,4 @@
-//go:build linux || darwin
+//go:build unix
 
 package attack
 
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // openPTY opens a pseudo-terminal pair: relay sees the slave as its terminal.
@@ -17,10 +17,11 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
 	}
-	// raw output: what relay writes is what the test reads (no \n -> \r\n)
-	if tio, err := unix.IoctlGetTermios(int(s.Fd()), getTermios); err == nil {
-		tio.Oflag &^= unix.OPOST
-		_ = unix.IoctlSetTermios(int(s.Fd()), setTermios, tio)
+	// raw: what relay writes is what the test reads (no \n -> \r\n); relay reads nothing from it
+	if _, err := term.MakeRaw(int(s.Fd())); err != nil {
+		m.Close()
+		s.Close()
+		t.Fatalf("make the pty raw: %v", err)
 	}
 	return m, s
 }
