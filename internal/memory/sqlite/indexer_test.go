@@ -309,6 +309,56 @@ func TestQuietCheckpointKeepsTheRewind(t *testing.T) {
 	}
 }
 
+// TestCheckpointRewindsUnderWrites: a commit that lands between a copy of the WAL and the
+// rewind must not keep the checkpoint from rewinding it. The rewind was tried on a WAL
+// that such a commit had made longer than the copy, so SQLite appended instead: under a
+// stream of sequential patches (a commit lands during nearly every copy) the WAL grew by
+// 20 MB between rewinds.
+func TestCheckpointRewindsUnderWrites(t *testing.T) {
+	st := openStore(t)
+	stopCheckpointer(st)
+	st.stopReaders()
+	ctx := context.Background()
+	tid := newThread(t, st)
+	v := 1
+	patch := func() {
+		t.Helper()
+		p := fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"k%d","value":"step %d"}}]`, v, v, v)
+		if _, err := st.PatchState(ctx, tid, p, v, ""); err != nil {
+			t.Fatal(err)
+		}
+		v++
+	}
+	// walFrames copies the WAL and returns its length in frames
+	walFrames := func() int {
+		t.Helper()
+		var busy, frames, done int
+		if err := st.ck.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil || busy != 0 || done != frames {
+			t.Fatalf("checkpoint: busy %d, %d of %d frames: %v", busy, done, frames, err)
+		}
+		return frames
+	}
+	walFrames()
+	patch() // the first commit after a complete copy rewinds the WAL
+	one := walFrames()
+	for range 20 {
+		patch()
+	}
+	long := walFrames()
+	copies := 0
+	st.afterCopy = func() { copies++; patch() }
+	st.checkpoint(false)
+	st.afterCopy = nil
+	if copies == 0 {
+		t.Fatal("the checkpoint made no copy without the writer")
+	}
+	// The commit after the copy rewound the WAL itself; the rewind must then copy it and
+	// rewind again, leaving only the rewind's own write.
+	if got := walFrames(); got >= one {
+		t.Fatalf("after the checkpoint the WAL holds %d frames (a patch writes %d, %d before): the commit after the copy stayed, it was not rewound", got, one, long)
+	}
+}
+
 // stopCheckpointer stops s's background checkpointer for a test whose writes or WAL
 // copies it would race with (its WAL restart is a write batch of its own); Close still works.
 func stopCheckpointer(s *SQLite) {

@@ -91,6 +91,7 @@ type SQLite struct {
 
 	ckKick, ckLazy, ckQuit, ckDone chan struct{}
 	ckKicked, ckLazyKicked         atomic.Bool // a kick of that kind is pending (checkpoint.go)
+	afterCopy                      func()      // tests: runs after each WAL copy made without the writer
 
 	stopRepair func()
 	repairDone chan struct{}
