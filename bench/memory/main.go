@@ -38,6 +38,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,7 +55,7 @@ type config struct {
 	conns                                                                   []int
 	binary, inprocess                                                       bool
 	quiet                                                                   time.Duration
-	cpuprofile, blockprofile, mutexprofile                                  string
+	cpuprofile, blockprofile, mutexprofile, tracefile                       string
 	only                                                                    map[string]bool
 }
 
@@ -89,6 +90,7 @@ func main() {
 	flag.BoolVar(&cfg.inprocess, "inprocess", false, "run the daemon inside this process (RSS then includes the client; allows -cpuprofile)")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "with -inprocess: CPU profile of the whole round to this file")
 	flag.StringVar(&cfg.blockprofile, "blockprofile", "", "with -inprocess: blocking profile (where goroutines wait) to this file")
+	flag.StringVar(&cfg.tracefile, "trace", "", "with -inprocess: execution trace of the searches at -small docs to this file (go tool trace; -pprof=sync shows where they wait)")
 	flag.StringVar(&cfg.mutexprofile, "mutexprofile", "", "with -inprocess: mutex contention profile to this file")
 	only := flag.String("only", "", "run only these phases (comma-separated: patches, lost, puts, small, search, bigdocs)")
 	report := flag.Bool("report", false, "print medians per label of the -json files given as arguments, and exit")
@@ -140,6 +142,9 @@ func main() {
 		check(err)
 		check(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.tracefile != "" && !cfg.inprocess {
+		check(errors.New("-trace needs -inprocess"))
 	}
 	if cfg.blockprofile != "" || cfg.mutexprofile != "" {
 		if !cfg.inprocess {
@@ -265,7 +270,10 @@ func runRound(cfg *config, corp *corpus) (map[string]float64, error) {
 		if err := r.settle("the freshness puts"); err != nil { // the 100 KB thread's backlog
 			return nil, err
 		}
-		if err := r.searches(corp, sid, fmt.Sprintf("%dk", cfg.small/1000)); err != nil {
+		stop := startTrace(cfg.tracefile)
+		err := r.searches(corp, sid, fmt.Sprintf("%dk", cfg.small/1000))
+		check(stop())
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -737,6 +745,17 @@ func (r *run) freshness(corp *corpus, sid string) error {
 	r.set("fresh_max_ms", ms(worst))
 	fmt.Printf("search freshness:  put acknowledged -> found by search: mean %v, max %v over %d puts (target <= 100 ms)\n", (sum / n).Round(time.Microsecond), worst.Round(time.Microsecond), n)
 	return nil
+}
+
+// startTrace starts an execution trace to path ("": none) and returns what stops it.
+func startTrace(path string) func() error {
+	if path == "" {
+		return func() error { return nil }
+	}
+	f, err := os.Create(path)
+	check(err)
+	check(trace.Start(f))
+	return func() error { trace.Stop(); return f.Close() }
 }
 
 // searches runs -queries queries of each kind through retrieval.search (no cache).
