@@ -172,8 +172,14 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 	if err := s.waitIndexed(ctx, threadID); err != nil {
 		return nil, err
 	}
+	// Lookups by key, bounded by the thread or the hits, run without the request's
+	// cancellation: for a context that can end, database/sql and the SQLite driver each
+	// watch it with a goroutine per statement, and starting, waking and cancelling them
+	// took most of a search's scheduling delay, more than stopping a lookup early could
+	// save. The ranking query, whose cost grows with the thread, keeps ctx.
+	lookup := context.WithoutCancel(ctx)
 	var n int64
-	switch err := s.searchRow(ctx, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
+	switch err := s.searchRow(lookup, `SELECT n FROM fts_threads WHERE thread_id = ?`, threadID).Scan(&n); {
 	case errors.Is(err, sql.ErrNoRows):
 		return []memory.SearchHit{}, nil // nothing indexed in this thread yet
 	case err != nil:
@@ -232,7 +238,7 @@ func (s *SQLite) Search(ctx context.Context, threadID string, q memory.SearchQue
 		ids[i] = id
 	}
 	// The hits' refs, names and types in one query (one per hit cost a statement each).
-	drows, err := s.searchRows(ctx, `SELECT fts_rowid, ref, name, ty FROM docs WHERE fts_rowid IN (`+ph+`)`, ids...)
+	drows, err := s.searchRows(lookup, `SELECT fts_rowid, ref, name, ty FROM docs WHERE fts_rowid IN (`+ph+`)`, ids...)
 	if err != nil {
 		return nil, fmt.Errorf("search: read hits: %w", err)
 	}
@@ -281,7 +287,7 @@ func (s *SQLite) snippets(ctx context.Context, terms []ftsquery.Term, match stri
 	for i, h := range hits {
 		refs[i] = h.Ref
 	}
-	texts, err := s.indexedTexts(ctx, refs)
+	texts, err := s.indexedTexts(context.WithoutCancel(ctx), refs) // by key: see Search
 	if err != nil {
 		return nil, err
 	}

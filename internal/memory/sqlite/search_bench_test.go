@@ -117,7 +117,10 @@ type queryKind struct {
 // searchKinds runs a sub-benchmark per kind of query, each searching tid, and reports CPU
 // per search too (it compares runs on a shared machine better than wall time does).
 func searchKinds(b *testing.B, db *SQLite, tid string, kinds []queryKind) {
-	ctx := context.Background()
+	// cancellable, as a request's context is: the SQLite driver and database/sql watch
+	// such a context with a goroutine per statement, and a search pays for them
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, 4))
