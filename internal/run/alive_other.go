@@ -1,12 +1,11 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package run
 
 import "os"
 
-// Alive reports whether process pid exists: on Windows finding the process opens it, which
-// fails once it is gone; where finding cannot fail (plan9, js) a process that died shows as
-// running.
+// Alive reports whether process pid exists; where finding a process cannot fail (plan9,
+// js) a process that died shows as running.
 func Alive(pid int) bool {
 	if pid <= 0 {
 		return false
