@@ -1,24 +1,15 @@
 package run
 
 import (
-	"os"
 	"os/exec"
 	"testing"
 
 	"golang.org/x/sys/windows"
 )
 
-// TestAliveWindows: a child that exited is gone even while its handle is still held (Go's
+// TestAliveChild: a child that exited is gone even while its handle is still held (Go's
 // os.Process keeps one until Release), where opening the process still succeeds.
-func TestAliveWindows(t *testing.T) {
-	if !Alive(os.Getpid()) {
-		t.Error("this process: not alive")
-	}
-	for _, pid := range []int{0, -1} {
-		if Alive(pid) {
-			t.Errorf("pid %d: alive", pid)
-		}
-	}
+func TestAliveChild(t *testing.T) {
 	sleeper := exec.Command("cmd.exe", "/c", "ping", "-n", "60", "127.0.0.1")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
