@@ -27,11 +27,12 @@ const (
 	// one background sync, short enough that their power-loss window stays small.
 	checkpointDeferred      = 500 * time.Millisecond
 	fallbackCheckpointPages = 8000 // the writer checkpoints itself beyond this WAL size
-	// A copy of at most catchUpFrames frames is short enough that what commits during it
-	// may be copied under the writer (see checkpoint); catchUpCopies bounds the copies
-	// that try to get there.
-	catchUpFrames = 512
-	catchUpCopies = 3
+	// When at most catchUpCommits commits land during a copy, what they wrote is copied
+	// under the writer (see checkpoint); catchUpCopies bounds the copies that try to get
+	// there. A copy of the WAL's tail under a stream of patches or 100 KB puts takes a few
+	// ms, during which a few commits land.
+	catchUpCommits = 4
+	catchUpCopies  = 3
 )
 
 // kickCheckpoint asks the checkpointer to run soon (within checkpointDeferred when the
@@ -104,7 +105,9 @@ func (s *SQLite) checkpointer() {
 // copy and the rewind, and SQLite rewinds only a WAL copied to its end: the WAL grew by
 // 20 MB over 1,000 sequential patches, each of whose fsyncs then also journalled the
 // file's new blocks (ext4: 450 µs a commit of 5 pages against 280 overwriting). So the
-// copies repeat until one took little, and the last, under the writer, takes the rest.
+// copies repeat until few commits land during one, and the last, under the writer, takes
+// the rest. (Commits, not the WAL's length, measure that: a commit after a complete copy
+// rewinds the WAL itself, and its length starts again from 0.)
 //
 // After deferred commits alone (no durable write meanwhile) no request's commit may be the
 // one that rewinds the WAL, as the rewind fsyncs: a read transaction held across the copy
@@ -125,23 +128,24 @@ func (s *SQLite) checkpoint(quiet bool) {
 		err := s.ck.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
 		return frames, done, err == nil && busy == 0 && frames > 0
 	}
-	seen := 0 // the WAL's length, in frames, at the start of the last copy
-	for range catchUpCopies {
+	// Copy without the writer until few commits landed during a copy (or before the check
+	// after it): the copy under the writer then takes only theirs. With the pin, the first
+	// copy is all there is to take without the writer.
+	for copies := 1; ; copies++ {
+		commits := s.batches.Load()
 		frames, done, ok := copyWAL()
 		if s.afterCopy != nil {
 			s.afterCopy()
 		}
 		if !ok || (pin == nil && done != frames) {
-			return // a reader's snapshot holds frames back: the rewind would fail
+			return // failed, or a reader's snapshot holds frames back: the rewind would fail
 		}
-		if pin != nil || frames-seen <= catchUpFrames {
-			seen = -1 // a short copy: little can have committed during it
+		if pin != nil || s.batches.Load()-commits <= catchUpCommits {
 			break
 		}
-		seen = frames
-	}
-	if seen >= 0 {
-		return // still long copies: writes outpace them; the next round tries again
+		if copies == catchUpCopies {
+			return // writes outpace the copies; the next round tries again
+		}
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

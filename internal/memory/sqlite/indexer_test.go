@@ -219,17 +219,33 @@ func TestDeferredCommitSkipsSync(t *testing.T) {
 	}
 }
 
+// copyWAL copies st's WAL as far as readers allow (a PASSIVE checkpoint, as the
+// checkpointer's) and returns its busy flag, the WAL's length in frames and those copied.
+func copyWAL(t *testing.T, st *SQLite) (busy, frames, done int) {
+	t.Helper()
+	if err := st.ck.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	return busy, frames, done
+}
+
+// walRestarts counts the rewinds restartWAL has written.
+func walRestarts(t *testing.T, st *SQLite) int {
+	t.Helper()
+	var n int
+	if err := st.r.QueryRow(`SELECT coalesce((SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'wal_restarts'), 0)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestCheckpointerConnectionWorks: the background checkpointer's connection opens and runs
 // its checkpoint (its DSN once carried an empty pragma, every checkpoint failed, and the
 // writer checkpointed 8,000 pages at a time inside commits instead).
 func TestCheckpointerConnectionWorks(t *testing.T) {
 	st := openStore(t)
 	put(t, st, newThread(t, st), "a.md", "markdown", "some text")
-	var busy, log, done int
-	if err := st.ck.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
-		t.Fatalf("checkpointer connection: %v", err)
-	}
-	if busy != 0 || done != log {
+	if busy, log, done := copyWAL(t, st); busy != 0 || done != log {
 		t.Fatalf("checkpoint: busy %d, %d of %d frames", busy, done, log)
 	}
 }
@@ -261,10 +277,7 @@ func TestQuietCheckpointKeepsTheRewind(t *testing.T) {
 	// walFrames copies the WAL (as far as readers allow) and returns its length in frames.
 	walFrames := func() int {
 		t.Helper()
-		var busy, frames, done int
-		if err := st.ck.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
-			t.Fatal(err)
-		}
+		busy, frames, done := copyWAL(t, st)
 		t.Logf("checkpoint: busy %d, %d of %d frames", busy, done, frames)
 		return frames
 	}
@@ -291,17 +304,10 @@ func TestQuietCheckpointKeepsTheRewind(t *testing.T) {
 		t.Fatalf("with the WAL pinned a commit left %d frames (had %d): it rewound the WAL", got, long)
 	}
 	pin.Rollback()
-	var before, after int
-	restarts := `SELECT coalesce((SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'wal_restarts'), 0)`
-	if err := st.r.QueryRow(restarts).Scan(&before); err != nil {
-		t.Fatal(err)
-	}
+	before := walRestarts(t, st)
 	commit()
 	st.checkpoint(true)
-	if err := st.r.QueryRow(restarts).Scan(&after); err != nil {
-		t.Fatal(err)
-	}
-	if after != before+1 {
+	if after := walRestarts(t, st); after != before+1 {
 		t.Fatalf("wal_restarts %d -> %d: the quiet checkpoint did not rewind the WAL itself", before, after)
 	}
 	if got := walFrames(); got > long {
@@ -313,7 +319,8 @@ func TestQuietCheckpointKeepsTheRewind(t *testing.T) {
 // rewind must not keep the checkpoint from rewinding it. The rewind was tried on a WAL
 // that such a commit had made longer than the copy, so SQLite appended instead: under a
 // stream of sequential patches (a commit lands during nearly every copy) the WAL grew by
-// 20 MB between rewinds.
+// 20 MB between rewinds. When writes outpace the copies, the checkpoint gives up rather
+// than hold the writer through a long one.
 func TestCheckpointRewindsUnderWrites(t *testing.T) {
 	st := openStore(t)
 	stopCheckpointer(st)
@@ -321,42 +328,56 @@ func TestCheckpointRewindsUnderWrites(t *testing.T) {
 	ctx := context.Background()
 	tid := newThread(t, st)
 	v := 1
-	patch := func() {
+	patch := func(n int) {
 		t.Helper()
-		p := fmt.Appendf(nil, `[{"op":"add","path":"/facts/-","value":{"id":"f%d","key":"k%d","value":"step %d"}}]`, v, v, v)
-		if _, err := st.PatchState(ctx, tid, p, v, ""); err != nil {
-			t.Fatal(err)
+		for range n {
+			if _, err := st.PatchState(ctx, tid, factPatch(v), v, ""); err != nil {
+				t.Fatal(err)
+			}
+			v++
 		}
-		v++
 	}
-	// walFrames copies the WAL and returns its length in frames
+	// walFrames copies the WAL to its end and returns its length in frames
 	walFrames := func() int {
 		t.Helper()
-		var busy, frames, done int
-		if err := st.ck.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil || busy != 0 || done != frames {
-			t.Fatalf("checkpoint: busy %d, %d of %d frames: %v", busy, done, frames, err)
+		busy, frames, done := copyWAL(t, st)
+		if busy != 0 || done != frames {
+			t.Fatalf("checkpoint: busy %d, %d of %d frames", busy, done, frames)
 		}
 		return frames
 	}
 	walFrames()
-	patch() // the first commit after a complete copy rewinds the WAL
+	patch(1) // the first commit after a complete copy rewinds the WAL
 	one := walFrames()
-	for range 20 {
-		patch()
-	}
-	long := walFrames()
-	copies := 0
-	st.afterCopy = func() { copies++; patch() }
-	st.checkpoint(false)
-	st.afterCopy = nil
-	if copies == 0 {
-		t.Fatal("the checkpoint made no copy without the writer")
-	}
-	// The commit after the copy rewound the WAL itself; the rewind must then copy it and
-	// rewind again, leaving only the rewind's own write.
-	if got := walFrames(); got >= one {
-		t.Fatalf("after the checkpoint the WAL holds %d frames (a patch writes %d, %d before): the commit after the copy stayed, it was not rewound", got, one, long)
-	}
+
+	t.Run("a commit after the copy", func(t *testing.T) {
+		patch(20)
+		long := walFrames()
+		copies := 0
+		st.afterCopy = func() { copies++; patch(1) }
+		st.checkpoint(false)
+		st.afterCopy = nil
+		if copies == 0 {
+			t.Fatal("the checkpoint made no copy without the writer")
+		}
+		// The commit after the copy rewound the WAL itself; the rewind must then copy it
+		// and rewind again, leaving only the rewind's own write.
+		if got := walFrames(); got >= one {
+			t.Fatalf("after the checkpoint the WAL holds %d frames (a patch writes %d, %d before): the commit after the copy stayed, it was not rewound", got, one, long)
+		}
+	})
+	t.Run("writes outpace the copies", func(t *testing.T) {
+		before, copies := walRestarts(t, st), 0
+		st.afterCopy = func() { copies++; patch(catchUpCommits + 1) }
+		st.checkpoint(false)
+		st.afterCopy = nil
+		if copies != catchUpCopies {
+			t.Errorf("%d copies without the writer, want %d", copies, catchUpCopies)
+		}
+		if after := walRestarts(t, st); after != before {
+			t.Errorf("wal_restarts %d -> %d: the checkpoint copied a long WAL under the writer", before, after)
+		}
+	})
 }
 
 // stopCheckpointer stops s's background checkpointer for a test whose writes or WAL

@@ -72,7 +72,8 @@ type SQLite struct {
 	leading bool        // under qmu: a writer leads (batch.go); set whenever queue is non-empty
 	shut    bool        // under wmu: Close refuses further writes
 	// batches and batchedOps count the write batches and the ops they ran (benchmarks
-	// report ops per batch: how well group commit shares fsyncs).
+	// report ops per batch: how well group commit shares fsyncs; the checkpointer counts
+	// the commits that land during a copy).
 	batches, batchedOps atomic.Int64
 	// lastDurable is when a durable write last committed (ns after clockStart): a put or a
 	// patch, not bookkeeping; the search index's idle merge waits for a pause in them.
