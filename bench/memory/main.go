@@ -143,8 +143,8 @@ func main() {
 		check(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
 	}
-	if cfg.tracefile != "" && !cfg.inprocess {
-		check(errors.New("-trace needs -inprocess"))
+	if cfg.tracefile != "" && (!cfg.inprocess || cfg.binary || cfg.queries == 0 || !cfg.phase("small")) {
+		check(errors.New("-trace needs -inprocess and the searches it traces (the small phase, text, -queries > 0)"))
 	}
 	if cfg.blockprofile != "" || cfg.mutexprofile != "" {
 		if !cfg.inprocess {
