@@ -1,0 +1,19 @@
+//go:build !mattn && !ncruces
+
+package main
+
+import (
+	"database/sql"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
+)
+
+const engine = "modernc"
+
+func openDB(path, sync string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_pragma=busy_timeout(10000)")
+	if db != nil {
+		db.SetMaxOpenConns(1)
+	}
+	return db, err
+}
