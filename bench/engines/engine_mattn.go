@@ -10,10 +10,6 @@ import (
 
 const engine = "mattn"
 
-func openDB(path, sync string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous="+sync+"&_busy_timeout=10000")
-	if db != nil {
-		db.SetMaxOpenConns(1)
-	}
-	return db, err
+func openEngine(path, sync string) (*sql.DB, error) {
+	return sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous="+sync+"&_busy_timeout=10000")
 }

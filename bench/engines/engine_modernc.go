@@ -10,10 +10,6 @@ import (
 
 const engine = "modernc"
 
-func openDB(path, sync string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_pragma=busy_timeout(10000)")
-	if db != nil {
-		db.SetMaxOpenConns(1)
-	}
-	return db, err
+func openEngine(path, sync string) (*sql.DB, error) {
+	return sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_pragma=busy_timeout(10000)")
 }

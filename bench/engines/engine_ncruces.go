@@ -12,12 +12,8 @@ import (
 
 const engine = "ncruces"
 
-func openDB(path, sync string) (*sql.DB, error) {
+func openEngine(path, sync string) (*sql.DB, error) {
 	// FTS5 is an extension here, registered on each connection.
-	db, err := driver.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_pragma=busy_timeout(10000)",
+	return driver.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_pragma=busy_timeout(10000)",
 		func(c *sqlite3.Conn) error { return fts5.Register(c) })
-	if db != nil {
-		db.SetMaxOpenConns(1)
-	}
-	return db, err
 }

@@ -51,6 +51,16 @@ func main() {
 	}
 }
 
+// openDB opens the engine's database at path with one connection, as the store's writer has.
+func openDB(path, sync string) (*sql.DB, error) {
+	db, err := openEngine(path, sync)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "engines:", err)
