@@ -13,4 +13,5 @@ package execpages
 type Stats struct {
 	Mappings int   // read-only mappings of the executable released
 	Bytes    int64 // their size (only the resident part counted in RSS)
+	Kept     int   // read-only mappings kept: the dynamic loader wrote them (relocations)
 }

@@ -85,7 +85,7 @@ func build(pkg, name string) builtBin {
 	if RaceEnabled {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command(goTool(), append(args, pkg)...)
+	cmd := exec.Command(GoTool(), append(args, pkg)...)
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return builtBin{err: fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)}
@@ -136,8 +136,8 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// goTool is the go command that runs the tests, also when it is not on $PATH.
-func goTool() string {
+// GoTool is the go command that runs the tests, also when it is not on $PATH.
+func GoTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}

@@ -118,6 +118,6 @@ func dropCode(log *slog.Logger, after string) {
 	if st, err := execpages.Drop(); err != nil {
 		log.Warn("releasing the code's pages failed", "err", err)
 	} else {
-		log.Debug("released the code's pages", "after", after, "mappings", st.Mappings, "bytes", st.Bytes)
+		log.Debug("released the code's pages", "after", after, "mappings", st.Mappings, "bytes", st.Bytes, "kept", st.Kept)
 	}
 }
