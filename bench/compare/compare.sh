@@ -6,7 +6,8 @@
 #   bench/compare/compare.sh OTHER_URL [ROUNDS] [-- extra bench/memory flags]
 #
 # OTHER_URL is any running daemon (e.g. the older Go prototype started with its own
-# `relay up`). Set OTHER_PID and OTHER_HOME to also compare its RSS and disk use;
+# `relay up`; it commits without fsync, so add `-- -sync normal` to also compare relay at
+# that durability). Set OTHER_PID and OTHER_HOME to also compare its RSS and disk use;
 # OTHER_TOKEN if it requires a token. Relay's daemon is started fresh each round from
 # this tree (RELAY_BIN=path to use another build). Results stay in $OUT (default a temp
 # dir): one JSON line per round and daemon, and report.md.
