@@ -36,6 +36,8 @@ test-go:
 	  else echo "note: friend CLIs not installed (scripts/install-friend-clis.sh); the real-CLI tier of relay ask is skipped"; fi; \
 	  skips=$$(mktemp); export RELAY_SKIP_LOG=$$skips; \
 	  $(GO) test -race -count=1 -timeout 30m ./...; st=$$?; \
+	  echo "the daemon's scripts again, with relay built position-independent as Linux distributions build it:"; \
+	  GOFLAGS=-buildmode=pie CGO_ENABLED=0 $(GO) test -count=1 -run 'TestScript/daemon_' ./internal/cli || st=1; \
 	  if [ -s $$skips ]; then echo "note: $$(wc -l < $$skips) conformance tests skipped: ../shared/$$(cut -f1 $$skips | sort -u | paste -sd, - | sed 's/,/, ..\/shared\//g') not found beside the repository"; fi; \
 	  rm -f $$skips; exit $$st
 
