@@ -101,10 +101,10 @@ func relocatedRanges(path string) (ranges [][2]uint64, all bool, err error) {
 	if !dynamic {
 		return nil, false, nil
 	}
-	if v, _ := f.DynValue(elf.DT_TEXTREL); len(v) > 0 {
-		return nil, true, nil
-	}
-	if v, _ := f.DynValue(elf.DT_FLAGS); len(v) > 0 && elf.DynFlag(v[0])&elf.DF_TEXTREL != 0 {
+	// A dynamic section that cannot be read keeps everything: releasing less only costs memory.
+	textrel, err1 := f.DynValue(elf.DT_TEXTREL)
+	flags, err2 := f.DynValue(elf.DT_FLAGS)
+	if err1 != nil || err2 != nil || len(textrel) > 0 || len(flags) > 0 && elf.DynFlag(flags[0])&elf.DF_TEXTREL != 0 {
 		return nil, true, nil
 	}
 	return ranges, false, nil
