@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +13,9 @@ import (
 
 	"github.com/relaydev/relay/internal/testsupport"
 )
+
+// TestMain removes the programs TestDropKeepsRelocatedPages builds.
+func TestMain(m *testing.M) { testsupport.Main(m) }
 
 // written lives in the executable's writable data: Drop must leave what the process wrote.
 var written = [4096 * 4]byte{1, 2, 3}
@@ -120,10 +122,6 @@ func TestMappingOverlaps(t *testing.T) {
 // Dropping those pages crashed the position-independent build (a segmentation fault at
 // the daemon's start-up).
 func TestDropKeepsRelocatedPages(t *testing.T) {
-	root, err := testsupport.FindRepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name     string
 		flags    []string
@@ -133,13 +131,8 @@ func TestDropKeepsRelocatedPages(t *testing.T) {
 		{"pie", []string{"-buildmode=pie"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := filepath.Join(t.TempDir(), "dropper")
-			build := exec.Command(testsupport.GoTool(), append(append([]string{"build", "-o", bin}, tc.flags...), "./internal/execpages/testdata/dropper")...)
-			build.Dir = root
-			build.Env = append(os.Environ(), "CGO_ENABLED=0") // no C toolchain needed
-			if out, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("go build: %v\n%s", err, out)
-			}
+			// CGO_ENABLED=0: no C toolchain needed
+			bin := testsupport.BuildWith(t, "./internal/execpages/testdata/dropper", "dropper", []string{"CGO_ENABLED=0"}, tc.flags...)
 			ranges, all, err := relocatedRanges(bin)
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -56,17 +57,26 @@ type builtBin struct {
 // directory of its own named name, so that a directory holding one binary can go on
 // $PATH. A failed build is not retried.
 func Binary(pkg, name string) (string, error) {
+	var flags []string
+	if RaceEnabled {
+		flags = append(flags, "-race")
+	}
+	return binary(pkg, name, nil, flags)
+}
+
+func binary(pkg, name string, env, flags []string) (string, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if b, ok := built[pkg]; ok {
+	key := strings.Join(append(append([]string{pkg}, env...), flags...), "\x00")
+	if b, ok := built[key]; ok {
 		return b.path, b.err
 	}
-	b := build(pkg, name)
-	built[pkg] = b
+	b := build(pkg, name, env, flags)
+	built[key] = b
 	return b.path, b.err
 }
 
-func build(pkg, name string) builtBin {
+func build(pkg, name string, env, flags []string) builtBin {
 	root, err := FindRepoRoot()
 	if err != nil {
 		return builtBin{err: err}
@@ -81,14 +91,12 @@ func build(pkg, name string) builtBin {
 		return builtBin{err: err}
 	}
 	out := filepath.Join(dir, name)
-	args := []string{"build", "-o", out}
-	if RaceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command(GoTool(), append(args, pkg)...)
+	args := append(append([]string{"build", "-o", out}, flags...), pkg)
+	cmd := exec.Command(goTool(), args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return builtBin{err: fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)}
+		return builtBin{err: fmt.Errorf("go build %s %s: %v\n%s", strings.Join(flags, " "), pkg, err, msg)}
 	}
 	return builtBin{path: out}
 }
@@ -117,6 +125,18 @@ func Build(t testing.TB, pkg, name string) string {
 	return p
 }
 
+// BuildWith is Build with env added to the go command's environment and flags before the
+// package (e.g. CGO_ENABLED=0 and -buildmode=pie: relay as a packager builds it), never
+// with -race, which such builds cannot take. Each env and flags builds once.
+func BuildWith(t testing.TB, pkg, name string, env []string, flags ...string) string {
+	t.Helper()
+	p, err := binary(pkg, name, env, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // RemoveBinaries deletes what Binary built; TestMain calls it after m.Run.
 func RemoveBinaries() {
 	buildMu.Lock()
@@ -136,8 +156,8 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// GoTool is the go command that runs the tests, also when it is not on $PATH.
-func GoTool() string {
+// goTool is the go command that runs the tests, also when it is not on $PATH.
+func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
