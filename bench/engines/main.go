@@ -2,13 +2,8 @@
 // that bound relay's memory: a search (FTS5 bm25 over 10,000 ~2 KB documents of this
 // repository's text, ranked as the store ranks: the newest 1,000 matches, best 10) and a
 // state patch's transaction (an event, a version row, the thread's counters, one commit).
-// It isolates the engine: no HTTP, no JSON, one connection. Build it once per engine:
-//
-//	go build -o /tmp/engines-modernc .                               # modernc.org/sqlite (relay's)
-//	go build -tags ncruces -o /tmp/engines-ncruces .                 # ncruces/go-sqlite3 (Wasm translated to Go)
-//	go build -tags 'mattn sqlite_fts5' -o /tmp/engines-mattn .       # mattn/go-sqlite3 (cgo: needs a C compiler)
-//
-// and run the binaries in turn from this directory (-corpus names the text's repository).
+// It isolates the engine: no HTTP, no JSON, one connection. README.md gives the build line
+// of each engine (one binary per engine: build tags choose it).
 package main
 
 import (
